@@ -1,0 +1,1 @@
+"""Rules over stored data, alert lifecycle, notifications and silences."""

@@ -1,0 +1,10 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class AlertsConfig(AppConfig):
+    """Evaluates rules and delivers notifications."""
+
+    name = "alerts"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,7 @@
+"""Project wiring: settings, Celery app, ASGI app, URLs."""
+
+from __future__ import annotations
+
+from .celery import app as celery_app
+
+__all__ = ("celery_app",)

@@ -1,0 +1,155 @@
+"""Typed environment helpers.
+
+Every setting is read from the environment through these helpers. A bad value
+never crashes the import of settings: the helper returns the default and records
+the problem, and the ``core`` system check (``core.checks``) turns the recorded
+problems into errors that stop ``manage.py check``, the web server and workers.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
+
+ERRORS: list[str] = []
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def _raw(name: str) -> str | None:
+    value = os.environ.get(name)
+    return None if value is None else value.strip()
+
+
+def _fail(name: str, value: str, why: str) -> None:
+    ERRORS.append(f"{name}={value!r}: {why}")
+
+
+def env_str(name: str, default: str) -> str:
+    """A string setting."""
+    value = _raw(name)
+    return default if value is None else value
+
+
+def env_bool(name: str, default: bool) -> bool:
+    """A boolean setting: 1/0, true/false, yes/no, on/off."""
+    value = _raw(name)
+    if value is None:
+        return default
+    if value.lower() in _TRUE:
+        return True
+    if value.lower() in _FALSE:
+        return False
+    _fail(name, value, "expected one of true/false, 1/0, yes/no, on/off")
+    return default
+
+
+def env_int(name: str, default: int, minimum: int | None = None) -> int:
+    """An integer setting, optionally with a lower bound."""
+    value = _raw(name)
+    if value is None or value == "":
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        _fail(name, value, "expected an integer")
+        return default
+    if minimum is not None and number < minimum:
+        _fail(name, value, f"must be at least {minimum}")
+        return default
+    return number
+
+
+def env_float(name: str, default: float, minimum: float | None = None) -> float:
+    """A float setting, optionally with a lower bound."""
+    value = _raw(name)
+    if value is None or value == "":
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        _fail(name, value, "expected a number")
+        return default
+    if number != number or (minimum is not None and number < minimum):
+        _fail(name, value, f"must be a number of at least {minimum}")
+        return default
+    return number
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    """A comma-separated list setting."""
+    value = _raw(name)
+    if value is None:
+        return list(default)
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def env_url(name: str, default: str, schemes: tuple[str, ...]) -> str:
+    """A URL setting whose scheme must be one of ``schemes``."""
+    value = env_str(name, default)
+    parts = urlsplit(value)
+    if parts.scheme not in schemes or not parts.hostname:
+        _fail(name, value, f"expected a URL like {schemes[0]}://host:port/...")
+        return default
+    try:
+        parts.port  # noqa: B018 - validates the port number
+    except ValueError:
+        _fail(name, value, "the port is not a number between 0 and 65535")
+        return default
+    return value
+
+
+def env_networks(name: str, default: list[str]) -> list[str]:
+    """A comma-separated list of IP addresses or CIDR networks."""
+    networks = env_list(name, default)
+    for network in networks:
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError:
+            _fail(name, network, "not an IP address or CIDR network")
+            return list(default)
+    return networks
+
+
+def env_timezone(name: str, default: str) -> str:
+    """An IANA time zone name."""
+    import zoneinfo
+
+    value = env_str(name, default)
+    try:
+        zoneinfo.ZoneInfo(value)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        _fail(name, value, "unknown time zone (expected an IANA name such as UTC or Europe/Paris)")
+        return default
+    return value
+
+
+@dataclass(frozen=True)
+class Database:
+    """The parts of a postgres:// URL Django needs."""
+
+    name: str
+    user: str
+    password: str
+    host: str
+    port: int
+
+
+def env_database(name: str, default: str) -> Database:
+    """A ``postgres://user:password@host:port/name`` URL."""
+    url = env_url(name, default, ("postgres", "postgresql"))
+    parts = urlsplit(url)
+    database = parts.path.lstrip("/")
+    if not database:
+        _fail(name, url, "the URL names no database (…/DBNAME)")
+        parts, database = urlsplit(default), urlsplit(default).path.lstrip("/")
+    return Database(
+        name=unquote(database),
+        user=unquote(parts.username or ""),
+        password=unquote(parts.password or ""),
+        host=parts.hostname or "127.0.0.1",
+        port=parts.port or 5432,
+    )

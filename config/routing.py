@@ -1,0 +1,11 @@
+"""Websocket routes."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from dashboard.consumers import LiveConsumer
+
+websocket_urlpatterns = [
+    path("ws/live/", LiveConsumer.as_asgi()),
+]

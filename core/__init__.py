@@ -1,0 +1,1 @@
+"""Cross-cutting pieces: login and API tokens, health, the app's own metrics, live push."""

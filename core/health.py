@@ -1,0 +1,78 @@
+"""Readiness of each component the app depends on."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import redis
+import requests
+from django.conf import settings
+from django.db import connection
+from django.utils.module_loading import import_string
+
+
+@dataclass
+class ComponentStatus:
+    """The state of one dependency as reported by /readyz."""
+
+    name: str
+    ok: bool
+    detail: str = ""
+    latency_ms: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _timed(name: str, probe: Any) -> ComponentStatus:
+    started = time.perf_counter()
+    try:
+        detail = probe()
+        ok = True
+    except Exception as exc:  # noqa: BLE001 - any failure means "down", reported with its message
+        detail, ok = f"{type(exc).__name__}: {exc}", False
+    return ComponentStatus(name, ok, detail or "", round((time.perf_counter() - started) * 1000, 1))
+
+
+def check_postgres() -> ComponentStatus:
+    """Postgres answers a trivial query."""
+
+    def probe() -> str:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        return "ok"
+
+    return _timed("postgres", probe)
+
+
+def check_redis() -> ComponentStatus:
+    """Redis answers PING."""
+
+    def probe() -> str:
+        timeout = settings.READYZ_TIMEOUT_SECONDS
+        client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=timeout, socket_connect_timeout=timeout)
+        try:
+            client.ping()
+        finally:
+            client.close()
+        return "ok"
+
+    return _timed("redis", probe)
+
+
+def check_prometheus() -> ComponentStatus:
+    """Prometheus reports ready."""
+
+    def probe() -> str:
+        url = settings.PROMETHEUS_URL.rstrip("/") + "/-/ready"
+        response = requests.get(url, timeout=settings.READYZ_TIMEOUT_SECONDS)
+        response.raise_for_status()
+        return "ok"
+
+    return _timed("prometheus", probe)
+
+
+def readiness() -> tuple[bool, list[dict[str, Any]]]:
+    """Run every configured check; ready only if all are ok."""
+    statuses = [import_string(path)() for path in settings.READINESS_CHECKS]
+    return all(status.ok for status in statuses), [asdict(status) for status in statuses]

@@ -1,0 +1,1 @@
+"""Pages, charts and JSON endpoints; reads ingest and alerts, owns no tables."""

@@ -1,0 +1,1 @@
+"""Prometheus → Postgres: every family, every dialect, exactly once."""

@@ -1,0 +1,10 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class IngestConfig(AppConfig):
+    """Pulls exporter data from Prometheus into Postgres."""
+
+    name = "ingest"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,153 @@
+"""The only code that talks to Prometheus.
+
+Wraps prometheus-api-client with what ingest needs: every call has a timeout,
+``query_range`` is chunked to stay under Prometheus's 11,000-points-per-series
+limit, and answers are decoded into ``Series`` with NaN/±Inf points dropped and
+counted. A malformed answer raises ``PrometheusError`` (the caller records it).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import requests
+from django.conf import settings
+from prometheus_api_client import PrometheusConnect
+from prometheus_api_client.exceptions import PrometheusApiClientException
+
+MAX_POINTS_PER_SERIES = 11_000
+#: Stay well below the hard limit so a chunk never trips it on a boundary.
+POINTS_PER_CHUNK = 10_000
+
+
+class PrometheusError(Exception):
+    """Prometheus could not be queried, or answered something we cannot decode."""
+
+
+class PrometheusUnavailable(PrometheusError):
+    """Connection refused / timed out / 5xx: an outage, to be caught up later."""
+
+
+@dataclass
+class Series:
+    """One decoded series: its labels and (unix seconds, value) points, finite values only."""
+
+    labels: dict[str, str]
+    points: list[tuple[float, float]]
+
+
+@dataclass
+class Answer:
+    """Decoded series plus how many points were skipped (NaN, ±Inf, unparsable)."""
+
+    series: list[Series] = field(default_factory=list)
+    skipped: int = 0
+
+    def extend(self, other: Answer) -> None:
+        self.series.extend(other.series)
+        self.skipped += other.skipped
+
+
+def _decode_point(raw: object) -> tuple[float, float] | None:
+    try:
+        ts, value = raw  # type: ignore[misc]
+        number = float(value)
+        stamp = float(ts)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(number) or not math.isfinite(stamp):
+        return None
+    return stamp, number
+
+
+def decode(result: object) -> Answer:
+    """Decode the ``data.result`` list of a matrix or vector answer."""
+    if not isinstance(result, list):
+        raise PrometheusError(f"unexpected answer: result is {type(result).__name__}, not a list")
+    answer = Answer()
+    for item in result:
+        if not isinstance(item, dict) or not isinstance(item.get("metric"), dict):
+            answer.skipped += 1
+            continue
+        raw_points = item.get("values") if "values" in item else [item.get("value")]
+        if not isinstance(raw_points, list):
+            answer.skipped += 1
+            continue
+        points = [p for p in map(_decode_point, raw_points) if p is not None]
+        answer.skipped += len(raw_points) - len(points)
+        labels = {str(k): str(v) for k, v in item["metric"].items()}
+        if points:
+            answer.series.append(Series(labels, points))
+    return answer
+
+
+def chunks(
+    start: datetime, end: datetime, step_seconds: float
+) -> Iterator[tuple[datetime, datetime]]:
+    """Split [start, end] so each piece has at most POINTS_PER_CHUNK points per series."""
+    width = timedelta(seconds=step_seconds * (POINTS_PER_CHUNK - 1))
+    cursor = start
+    while cursor <= end:
+        piece_end = min(cursor + width, end)
+        yield cursor, piece_end
+        cursor = piece_end + timedelta(seconds=step_seconds)
+
+
+class PrometheusClient:
+    """Queries through prometheus-api-client with a timeout on every call.
+
+    Raises ``PrometheusUnavailable`` (connection error, timeout, 5xx, 429) or
+    ``PrometheusError`` (4xx, non-JSON, malformed); never anything else.
+    """
+
+    def __init__(self, url: str | None = None, timeout: float | None = None) -> None:
+        self.url = (url or settings.PROMETHEUS_URL).rstrip("/")
+        self.timeout = timeout or settings.PROMETHEUS_TIMEOUT_SECONDS
+        self.connection = PrometheusConnect(url=self.url, timeout=self.timeout)
+
+    def _guarded(self, call: Callable[[], object]) -> object:
+        try:
+            return call()
+        except requests.RequestException as exc:
+            raise PrometheusUnavailable(f"{self.url}: {type(exc).__name__}: {exc}") from exc
+        except PrometheusApiClientException as exc:
+            status = _status_code(str(exc))
+            if status is None or status >= 500 or status == 429:
+                raise PrometheusUnavailable(f"{self.url}: {exc}") from exc
+            raise PrometheusError(f"{self.url}: {str(exc)[:300]}") from exc
+        except (ValueError, KeyError, TypeError) as exc:
+            raise PrometheusError(
+                f"{self.url}: malformed answer ({type(exc).__name__}: {exc})"
+            ) from exc
+
+    def query(self, promql: str, at: datetime | None = None) -> Answer:
+        """Instant query."""
+        params = {} if at is None else {"time": f"{at.timestamp():.3f}"}
+        return decode(self._guarded(lambda: self.connection.custom_query(promql, params=params)))
+
+    def query_range(
+        self, promql: str, start: datetime, end: datetime, step_seconds: float
+    ) -> Answer:
+        """Range query, chunked under the 11,000-points limit; series of all chunks concatenated."""
+        answer = Answer()
+        for piece_start, piece_end in chunks(start, end, step_seconds):
+            result = self._guarded(
+                lambda s=piece_start, e=piece_end: self.connection.custom_query_range(
+                    promql, start_time=s, end_time=e, step=f"{step_seconds:g}"
+                )
+            )
+            answer.extend(decode(result))
+        return answer
+
+    def metric_names(self) -> set[str]:
+        """Every metric name Prometheus knows (for dialect detection and coverage)."""
+        return set(self._guarded(self.connection.all_metrics))  # type: ignore[arg-type]
+
+
+def _status_code(message: str) -> int | None:
+    match = re.search(r"HTTP Status Code (\d+)", message)
+    return int(match.group(1)) if match else None
