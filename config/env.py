@@ -87,6 +87,21 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
+def env_mapping(name: str, default: dict[str, str]) -> dict[str, str]:
+    """``Key=value`` pairs separated by commas, e.g. ``X-Scope-OrgID=team-a,X-Other=1``."""
+    value = _raw(name)
+    if value is None or value == "":
+        return dict(default)
+    mapping: dict[str, str] = {}
+    for pair in value.split(","):
+        key, sep, item = pair.partition("=")
+        if not sep or not key.strip():
+            _fail(name, value, "expected Key=value pairs separated by commas")
+            return dict(default)
+        mapping[key.strip()] = item.strip()
+    return mapping
+
+
 def env_url(name: str, default: str, schemes: tuple[str, ...]) -> str:
     """A URL setting whose scheme must be one of ``schemes``."""
     value = env_str(name, default)

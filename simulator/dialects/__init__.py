@@ -1,0 +1,1 @@
+"""Exporter dialects: each module renders one exporter's exposition for one target."""
