@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 
 from celery import Celery
@@ -33,4 +34,5 @@ def _refuse_bad_environment(**_: object) -> None:
         stop_on_configuration_errors()
     except ImproperlyConfigured as exc:
         # Celery logs and swallows exceptions raised by signal handlers; SystemExit it does not.
-        raise SystemExit(str(exc)) from exc
+        logging.getLogger(__name__).critical("%s", exc)
+        raise SystemExit(1) from exc

@@ -102,6 +102,23 @@ def env_mapping(name: str, default: dict[str, str]) -> dict[str, str]:
     return mapping
 
 
+def env_json_object(name: str, default: dict[str, str]) -> dict[str, str]:
+    """A JSON object of strings, e.g. ``{"team-a/pretrain": "cq-pretrain"}``."""
+    import json
+
+    value = _raw(name)
+    if value is None or value == "":
+        return dict(default)
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict) or not all(isinstance(v, str) for v in parsed.values()):
+        _fail(name, value, 'expected a JSON object of strings, e.g. {"key": "value"}')
+        return dict(default)
+    return {str(k): v for k, v in parsed.items()}
+
+
 def env_url(name: str, default: str, schemes: tuple[str, ...]) -> str:
     """A URL setting whose scheme must be one of ``schemes``."""
     value = env_str(name, default)

@@ -20,4 +20,9 @@ def beat_schedule() -> dict[str, dict[str, Any]]:
     interval = float(settings.INGEST_INTERVAL_SECONDS)
     return {
         "worker-heartbeat": _every("core.tasks.record_worker_heartbeat", 30.0),
+        "ingest-cycle": _every("ingest.tasks.ingest_cycle", interval),
+        "ingest-partitions": _every("ingest.tasks.maintain_partitions", 3600.0),
+        "alerts-flush-notifications": _every(
+            "alerts.notify.tasks.flush_notifications", float(settings.ALERTS_NOTIFY_INTERVAL_SECONDS)
+        ),
     }

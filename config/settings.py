@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 from . import env
@@ -26,13 +27,100 @@ DATABASE_URL = env.env_database("DATABASE_URL", "postgres://postgres@127.0.0.1:5
 REDIS_URL = env.env_url("REDIS_URL", "redis://127.0.0.1:6379/0", ("redis", "rediss"))
 PROMETHEUS_URL = env.env_url("PROMETHEUS_URL", "http://127.0.0.1:9090", ("http", "https"))
 PROMETHEUS_TIMEOUT_SECONDS = env.env_float("PROMETHEUS_TIMEOUT_SECONDS", 30.0, minimum=0.1)
+# Prometheus-compatible backends (Thanos Query, Mimir, VictoriaMetrics): a path
+# prefix goes in PROMETHEUS_URL itself (https://mimir.example.com/prometheus).
+PROMETHEUS_BEARER_TOKEN = env.env_str("PROMETHEUS_BEARER_TOKEN", "")
+PROMETHEUS_BASIC_AUTH = env.env_str("PROMETHEUS_BASIC_AUTH", "")
+if PROMETHEUS_BASIC_AUTH and ":" not in PROMETHEUS_BASIC_AUTH:
+    env.ERRORS.append("PROMETHEUS_BASIC_AUTH: expected user:password")
+    PROMETHEUS_BASIC_AUTH = ""
+PROMETHEUS_HEADERS = env.env_mapping("PROMETHEUS_HEADERS", {})
+PROMETHEUS_CA_BUNDLE = env.env_str("PROMETHEUS_CA_BUNDLE", "")
+if PROMETHEUS_CA_BUNDLE and not Path(PROMETHEUS_CA_BUNDLE).is_file():
+    env.ERRORS.append(f"PROMETHEUS_CA_BUNDLE={PROMETHEUS_CA_BUNDLE!r}: no such file")
+    PROMETHEUS_CA_BUNDLE = ""
 HTTP_TIMEOUT_SECONDS = env.env_float("HTTP_TIMEOUT_SECONDS", 10.0, minimum=0.1)
 READYZ_TIMEOUT_SECONDS = env.env_float("READYZ_TIMEOUT_SECONDS", 2.0, minimum=0.1)
 METRICS_ALLOWED_IPS = env.env_networks("METRICS_ALLOWED_IPS", ["127.0.0.1", "::1"])
 METRICS_TOKEN = env.env_str("METRICS_TOKEN", "")
 INGEST_INTERVAL_SECONDS = env.env_int("INGEST_INTERVAL_SECONDS", 30, minimum=5)
 INGEST_NODE_LABELS = env.env_list("INGEST_NODE_LABELS", ["node", "hostname", "Hostname", "kubernetes_node"])
+INGEST_STEP_SECONDS = env.env_int("INGEST_STEP_SECONDS", INGEST_INTERVAL_SECONDS, minimum=1)
+INGEST_SETTLE_SECONDS = env.env_int("INGEST_SETTLE_SECONDS", 30, minimum=0)
+INGEST_INITIAL_LOOKBACK_SECONDS = env.env_int("INGEST_INITIAL_LOOKBACK_SECONDS", 3600, minimum=0)
+INGEST_PROMETHEUS_RETENTION_DAYS = env.env_int("INGEST_PROMETHEUS_RETENTION_DAYS", 15, minimum=1)
+INGEST_CHUNK_STEPS = env.env_int("INGEST_CHUNK_STEPS", 120, minimum=1)
+INGEST_RAW_RETENTION_DAYS = env.env_int("INGEST_RAW_RETENTION_DAYS", 14, minimum=1)
+INGEST_ROLLUP_RETENTION_DAYS = env.env_int("INGEST_ROLLUP_RETENTION_DAYS", 180, minimum=1)
+INGEST_MAX_LAG_SECONDS = env.env_int("INGEST_MAX_LAG_SECONDS", 300, minimum=1)
+INGEST_DCGM_DIALECT = env.env_str("INGEST_DCGM_DIALECT", "auto")
+if INGEST_DCGM_DIALECT not in {"auto", "current", "legacy"}:
+    env.ERRORS.append(f"INGEST_DCGM_DIALECT={INGEST_DCGM_DIALECT!r}: expected auto, current or legacy")
+    INGEST_DCGM_DIALECT = "auto"
+INGEST_IB_DIALECT = env.env_str("INGEST_IB_DIALECT", "auto")
+if INGEST_IB_DIALECT not in {"auto", "node_exporter", "treydock"}:
+    env.ERRORS.append(f"INGEST_IB_DIALECT={INGEST_IB_DIALECT!r}: expected auto, node_exporter or treydock")
+    INGEST_IB_DIALECT = "auto"
+INGEST_AFTER_COMMIT_HOOKS = env.env_list("INGEST_AFTER_COMMIT_HOOKS", [])
+try:
+    INGEST_PROMQL_OVERRIDES = json.loads(env.env_str("INGEST_PROMQL_OVERRIDES", "{}") or "{}")
+    assert isinstance(INGEST_PROMQL_OVERRIDES, dict)
+except (ValueError, AssertionError):
+    env.ERRORS.append("INGEST_PROMQL_OVERRIDES: expected a JSON object of family.dialect.name -> PromQL")
+    INGEST_PROMQL_OVERRIDES = {}
+# Test-only: seconds to sleep after each committed chunk (lets a test kill a worker mid-cycle).
+INGEST_CHUNK_PAUSE_SECONDS = env.env_float("INGEST_CHUNK_PAUSE_SECONDS", 0.0, minimum=0.0)
+# Node pool from taints: taint key (or key=value) -> pool; "" means the taint's value names it.
+INGEST_POOL_TAINTS = env.env_json_object(
+    "INGEST_POOL_TAINTS",
+    {
+        "node-pool": "",
+        "pool": "",
+        "nvidia.com/gpu-pool": "",
+        "dedicated=training": "training",
+        "dedicated=inference": "inference",
+    },
+)
+INGEST_POOL_DEFAULT = env.env_str("INGEST_POOL_DEFAULT", "unknown")
+if INGEST_POOL_DEFAULT not in {"training", "inference", "unknown"}:
+    env.ERRORS.append(f"INGEST_POOL_DEFAULT={INGEST_POOL_DEFAULT!r}: expected training, inference or unknown")
+    INGEST_POOL_DEFAULT = "unknown"
+# Kueue exports no LocalQueue -> ClusterQueue mapping: {"namespace/localqueue": "clusterqueue"}
+# or {"localqueue": "clusterqueue"}; otherwise a ClusterQueue of the same name is assumed.
+INGEST_LOCAL_QUEUE_MAP = env.env_json_object("INGEST_LOCAL_QUEUE_MAP", {})
 EXTERNAL_URL = env.env_str("EXTERNAL_URL", "http://127.0.0.1:8000")
+
+# Notifications (alerts.notify): flush cadence, delivery lease, retries, message size.
+ALERTS_NOTIFY_INTERVAL_SECONDS = env.env_float("ALERTS_NOTIFY_INTERVAL_SECONDS", 10.0, minimum=1.0)
+ALERTS_NOTIFY_LEASE_SECONDS = env.env_float("ALERTS_NOTIFY_LEASE_SECONDS", 60.0, minimum=1.0)
+ALERTS_NOTIFY_MAX_ATTEMPTS = env.env_int("ALERTS_NOTIFY_MAX_ATTEMPTS", 8, minimum=1)
+ALERTS_NOTIFY_BACKOFF_SECONDS = env.env_float("ALERTS_NOTIFY_BACKOFF_SECONDS", 10.0, minimum=0.01)
+ALERTS_NOTIFY_BACKOFF_MAX_SECONDS = env.env_float(
+    "ALERTS_NOTIFY_BACKOFF_MAX_SECONDS", 900.0, minimum=0.01
+)
+ALERTS_NOTIFY_MAX_RETRY_AFTER_SECONDS = env.env_float(
+    "ALERTS_NOTIFY_MAX_RETRY_AFTER_SECONDS", 3600.0, minimum=0.0
+)
+ALERTS_NOTIFY_MAX_ALERTS = env.env_int("ALERTS_NOTIFY_MAX_ALERTS", 200, minimum=1)
+ALERTS_NOTIFY_ALERTMANAGER_RESEND_SECONDS = env.env_int(
+    "ALERTS_NOTIFY_ALERTMANAGER_RESEND_SECONDS", 60, minimum=1
+)
+ALERTS_NOTIFY_RETENTION_DAYS = env.env_int("ALERTS_NOTIFY_RETENTION_DAYS", 30, minimum=1)
+
+# --- alerts (see .env.example) ---------------------------------------------
+# A sample stays "current" this long; a longer gap ends a condition's streak.
+ALERTS_MAX_SAMPLE_GAP_SECONDS = env.env_int("ALERTS_MAX_SAMPLE_GAP_SECONDS", 3 * INGEST_STEP_SECONDS, minimum=1)
+ALERTS_MAX_CATCHUP_SECONDS = env.env_int("ALERTS_MAX_CATCHUP_SECONDS", 3600, minimum=0)
+ALERTS_SILENCE_RETENTION_SECONDS = env.env_int("ALERTS_SILENCE_RETENTION_SECONDS", 5 * 86400, minimum=0)
+ALERTS_EVALUATE_ON_INGEST = env.env_bool("ALERTS_EVALUATE_ON_INGEST", True)
+ALERTS_EVALUATION_INTERVAL_SECONDS = env.env_int("ALERTS_EVALUATION_INTERVAL_SECONDS", 60, minimum=5)
+ALERTS_EVALUATION_RETENTION_SECONDS = env.env_int("ALERTS_EVALUATION_RETENTION_SECONDS", 2 * 86400, minimum=0)
+ALERTS_SILENCE_TOKEN_SCOPE = env.env_str("ALERTS_SILENCE_TOKEN_SCOPE", "create_runs")
+if ALERTS_SILENCE_TOKEN_SCOPE not in {"read", "checkpoints", "create_runs"}:
+    env.ERRORS.append(
+        f"ALERTS_SILENCE_TOKEN_SCOPE={ALERTS_SILENCE_TOKEN_SCOPE!r}: expected read, checkpoints or create_runs"
+    )
+    ALERTS_SILENCE_TOKEN_SCOPE = "create_runs"
 
 INSTALLED_APPS = [
     "daphne",
@@ -135,6 +223,8 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Task modules autodiscovery (``<app>.tasks``) does not find.
+CELERY_IMPORTS = ["alerts.notify.tasks"]
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -194,4 +284,5 @@ READINESS_CHECKS = [
     "core.health.check_postgres",
     "core.health.check_redis",
     "core.health.check_prometheus",
+    "ingest.health.check_ingest_lag",
 ]

@@ -12,7 +12,16 @@ from .models import APIToken, WorkerHeartbeat
 class APITokenAdmin(admin.ModelAdmin):
     """Tokens are created with ``manage.py create_api_token``; here they are listed and revoked."""
 
-    list_display = ("prefix", "user", "name", "scope", "created_at", "expires_at", "revoked_at", "last_used_at")
+    list_display = (
+        "prefix",
+        "user",
+        "name",
+        "scope",
+        "created_at",
+        "expires_at",
+        "revoked_at",
+        "last_used_at",
+    )
     list_filter = ("scope",)
     search_fields = ("prefix", "user__username", "name")
     readonly_fields = ("prefix", "user", "created_at", "last_used_at")

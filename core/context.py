@@ -11,6 +11,7 @@ NAVIGATION = [
     ("Runs", "/runs/"),
     ("Queues", "/queues/"),
     ("Alerts", "/alerts/"),
+    ("Coverage", "/coverage/"),
     ("Admin", "/admin/"),
 ]
 

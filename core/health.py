@@ -50,7 +50,9 @@ def check_redis() -> ComponentStatus:
 
     def probe() -> str:
         timeout = settings.READYZ_TIMEOUT_SECONDS
-        client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=timeout, socket_connect_timeout=timeout)
+        client = redis.Redis.from_url(
+            settings.REDIS_URL, socket_timeout=timeout, socket_connect_timeout=timeout
+        )
         try:
             client.ping()
         finally:

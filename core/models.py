@@ -34,7 +34,9 @@ class APIToken(models.Model):
         CHECKPOINTS = "checkpoints", "Push checkpoints"
         CREATE_RUNS = "create_runs", "Push checkpoints and create runs"
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
     name = models.CharField(max_length=100, blank=True)
     prefix = models.CharField(max_length=12, help_text="First characters, to recognise a token.")
     token_hash = models.CharField(max_length=64, unique=True, editable=False)

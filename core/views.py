@@ -37,14 +37,18 @@ def _metrics_allowed(request: HttpRequest) -> bool:
         client = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
     except ValueError:
         return False
-    return any(client in ipaddress.ip_network(net, strict=False) for net in settings.METRICS_ALLOWED_IPS)
+    return any(
+        client in ipaddress.ip_network(net, strict=False) for net in settings.METRICS_ALLOWED_IPS
+    )
 
 
 @require_GET
 def metrics(request: HttpRequest) -> HttpResponse:
     """The app's own metrics, for clients in METRICS_ALLOWED_IPS or with METRICS_TOKEN."""
     if not _metrics_allowed(request):
-        return JsonResponse({"error": "forbidden", "detail": "client not allowed to read metrics"}, status=403)
+        return JsonResponse(
+            {"error": "forbidden", "detail": "client not allowed to read metrics"}, status=403
+        )
     return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)
 
 

@@ -1,3 +1,5 @@
+"""Pages, charts and JSON endpoints; reads ingest and alerts, owns no tables."""
+
 from __future__ import annotations
 
 from django.apps import AppConfig
@@ -7,3 +9,8 @@ class DashboardConfig(AppConfig):
     """The web UI: overview, fabric, nodes, runs, queues, alerts."""
 
     name = "dashboard"
+
+    def ready(self) -> None:
+        from .api import schema
+
+        schema.register()

@@ -1,11 +1,17 @@
-"""Dashboard pages."""
+"""Dashboard pages and the /api/v1/ JSON endpoints behind their charts."""
 
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import include, path
 
 from . import views
 
 urlpatterns = [
     path("", views.overview, name="overview"),
+    path("fabric/", views.fabric, name="fabric"),
+    path("nodes/", views.node_list, name="node-list"),
+    path("nodes/<str:name>/", views.node_detail, name="node-detail"),
+    path("alerts/", views.alert_list, name="alert-list"),
+    path("api/v1/", include("dashboard.api.urls")),
+    path("", include("dashboard.runs.urls")),
 ]

@@ -3,9 +3,103 @@
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, render
+
+from ingest.models import IbPort, Node, PoolChange
+
+from . import alerting, charts, summaries
+from .api.views import overview_body
+from .choices import IB_METRICS, HeatmapMetric, HeatmapSort, Window
+from .forms import AlertFilterForm, NodeForm
 
 
 def overview(request: HttpRequest) -> HttpResponse:
-    """The landing page: cluster state at a glance."""
-    return render(request, "dashboard/overview.html", {"title": "Overview"})
+    """The landing page: what is wrong, where, since when."""
+    body = overview_body()
+    util = body["utilization"]
+    series = {name: (s["util"], s["tensor"]) for name, s in util["series"].items()}
+    context = {
+        "title": "Overview",
+        "body": body,
+        "states": body["nodes"]["by_state"],
+        "utilization_figure": charts.utilization(util["times"], series) if series else None,
+        "pools_figure": charts.pools(body["pools"]["times"], body["pools"]["counts"])
+        if body["nodes"]["total"]
+        else None,
+    }
+    return render(request, "dashboard/overview.html", context)
+
+
+def fabric(request: HttpRequest) -> HttpResponse:
+    """The per-node heatmap and rails view; drawn in the browser from /api/v1/heatmap."""
+    context = {
+        "title": "Fabric",
+        "metrics": HeatmapMetric.choices,
+        "ib_metrics": sorted(IB_METRICS),
+        "sorts": HeatmapSort.choices,
+        "windows": Window.choices,
+        "query": {
+            key: request.GET.get(key, "") for key in ("metric", "window", "sort", "start", "end")
+        },
+        "has_nodes": Node.objects.exists(),
+    }
+    return render(request, "dashboard/fabric.html", context)
+
+
+def node_list(request: HttpRequest) -> HttpResponse:
+    """Every node, its state, pool and leaf switch."""
+    return render(
+        request, "dashboard/node_list.html", {"title": "Nodes", "rows": summaries.node_list()}
+    )
+
+
+def node_detail(request: HttpRequest, name: str) -> HttpResponse:
+    """One node: GPUs (util vs tensor vs power, XIDs), IB ports, NVLink, alerts, runs."""
+    node = get_object_or_404(Node, name=name)
+    form = NodeForm(request.GET)
+    if not form.is_valid():
+        return render(request, "dashboard/node_detail.html", {"title": node.name, "node": node, "form": form},
+                      status=400)  # fmt: skip
+    span = form.time_range()
+    at = form.cleaned_data.get("at")
+    gpus = summaries.node_gpus(node, span.start, span.end, span.step)
+    ports = summaries.node_ports(node, span.start, span.end, span.step)
+    context = {
+        "title": node.name,
+        "node": node,
+        "form": form,
+        "span": span,
+        "at": at,
+        "gpu_figure": charts.node_gpus(gpus, summaries.node_xids(node, span.start, span.end), at)
+        if gpus
+        else None,
+        "nvlink_figure": charts.node_nvlink(gpus, at) if gpus else None,
+        "port_figure": charts.node_ports(ports, at) if ports else None,
+        "ports": IbPort.objects.filter(node=node),
+        "pool_changes": PoolChange.objects.filter(node=node).order_by("-ts")[:10],
+        "runs": summaries.node_runs(node),
+        "alerts": alerting.for_node(node.name),
+        "alerting": alerting.available(),
+        "windows": Window.choices,
+    }
+    return render(request, "dashboard/node_detail.html", context)
+
+
+def alert_list(request: HttpRequest) -> HttpResponse:
+    """Alerts by state with filters; each links to its node (or run) at the alert's time."""
+    form = AlertFilterForm(request.GET)
+    filters = form.cleaned_data if form.is_valid() else {}
+    rows = alerting.alerts(
+        state=filters.get("state") or None,
+        severity=filters.get("severity") or None,
+        search=filters.get("q") or None,
+    )
+    context = {
+        "title": "Alerts",
+        "form": form,
+        "alerts": rows,
+        "counts": alerting.counts(),
+        "alerting": alerting.available(),
+        "states": ["firing", "pending", "silenced", "resolved"],
+    }
+    return render(request, "dashboard/alert_list.html", context)

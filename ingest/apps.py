@@ -8,3 +8,10 @@ class IngestConfig(AppConfig):
 
     name = "ingest"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from core.metrics import register_collector
+
+        from .health import IngestCollector
+
+        register_collector(IngestCollector())

@@ -39,7 +39,9 @@ class Node(models.Model):
     name = models.CharField(max_length=253, unique=True)
     pool = models.CharField(max_length=16, choices=Pool.choices, default=Pool.UNKNOWN)
     unschedulable = models.BooleanField(default=False)
-    leaf_switch = models.CharField(max_length=253, blank=True, help_text="Most common leaf of its ports.")
+    leaf_switch = models.CharField(
+        max_length=253, blank=True, help_text="Most common leaf of its ports."
+    )
     gpu_model = models.CharField(max_length=100, blank=True)
     first_seen = models.DateTimeField(default=timezone.now)
     last_seen = models.DateTimeField(default=timezone.now)
@@ -74,7 +76,9 @@ class IbPort(models.Model):
 
     class Meta:
         ordering = ["node__name", "device", "port"]
-        constraints = [models.UniqueConstraint(fields=["node", "device", "port"], name="uniq_ib_port")]
+        constraints = [
+            models.UniqueConstraint(fields=["node", "device", "port"], name="uniq_ib_port")
+        ]
 
     def __str__(self) -> str:
         return f"{self.node.name}/{self.device}:{self.port}"
@@ -185,7 +189,9 @@ class XidEvent(models.Model):
 
     class Meta:
         ordering = ["-ts"]
-        constraints = [models.UniqueConstraint(fields=["node", "gpu", "ts", "code"], name="uniq_xid")]
+        constraints = [
+            models.UniqueConstraint(fields=["node", "gpu", "ts", "code"], name="uniq_xid")
+        ]
 
 
 class ClusterQueue(models.Model):
@@ -205,7 +211,9 @@ class KueueSample(models.Model):
 
     pk = models.CompositePrimaryKey("cluster_queue_id", "ts")
     ts = models.DateTimeField()
-    cluster_queue = models.ForeignKey(ClusterQueue, on_delete=models.DO_NOTHING, db_constraint=False)
+    cluster_queue = models.ForeignKey(
+        ClusterQueue, on_delete=models.DO_NOTHING, db_constraint=False
+    )
     pending_active = models.FloatField(null=True)
     pending_inadmissible = models.FloatField(null=True)
     admitted_active = models.FloatField(null=True)
@@ -233,7 +241,9 @@ class KueueEviction(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["cluster_queue", "ts", "kind", "reason"], name="uniq_eviction")
+            models.UniqueConstraint(
+                fields=["cluster_queue", "ts", "kind", "reason"], name="uniq_eviction"
+            )
         ]
 
 
@@ -249,7 +259,9 @@ class KueueQuota(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["cluster_queue", "ts", "flavor", "resource"], name="uniq_quota")
+            models.UniqueConstraint(
+                fields=["cluster_queue", "ts", "flavor", "resource"], name="uniq_quota"
+            )
         ]
 
 
@@ -266,7 +278,9 @@ class Job(models.Model):
     namespace = models.CharField(max_length=253)
     name = models.CharField(max_length=253)
     local_queue = models.CharField(max_length=253, blank=True)
-    cluster_queue = models.ForeignKey(ClusterQueue, null=True, blank=True, on_delete=models.SET_NULL)
+    cluster_queue = models.ForeignKey(
+        ClusterQueue, null=True, blank=True, on_delete=models.SET_NULL
+    )
     state = models.CharField(max_length=16, choices=State.choices, default=State.UNKNOWN)
     first_seen = models.DateTimeField(default=timezone.now)
     last_seen = models.DateTimeField(default=timezone.now)
@@ -282,7 +296,9 @@ class Job(models.Model):
 class Pod(models.Model):
     """A pod of a job; its node assignments over time are in ``PodAssignment``."""
 
-    job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.CASCADE, related_name="pods")
+    job = models.ForeignKey(
+        Job, null=True, blank=True, on_delete=models.CASCADE, related_name="pods"
+    )
     namespace = models.CharField(max_length=253)
     name = models.CharField(max_length=253)
     phase = models.CharField(max_length=32, blank=True)
@@ -306,7 +322,9 @@ class PodAssignment(models.Model):
     last_seen = models.DateTimeField()
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["pod", "node", "first_seen"], name="uniq_assignment")]
+        constraints = [
+            models.UniqueConstraint(fields=["pod", "node", "first_seen"], name="uniq_assignment")
+        ]
 
 
 class RunEvent(models.Model):
@@ -328,7 +346,9 @@ class RunEvent(models.Model):
 
     class Meta:
         ordering = ["ts"]
-        constraints = [models.UniqueConstraint(fields=["job", "ts", "kind", "pod"], name="uniq_run_event")]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "ts", "kind", "pod"], name="uniq_run_event")
+        ]
 
 
 class Checkpoint(models.Model):
@@ -369,9 +389,10 @@ class FamilyHealth(models.Model):
     last_success = models.DateTimeField(null=True)
     lag_seconds = models.FloatField(null=True)
     duration_seconds = models.FloatField(null=True)
-    rows = models.IntegerField(default=0)
-    skipped = models.IntegerField(default=0)
-    errors = models.IntegerField(default=0)
+    rows = models.BigIntegerField(default=0, help_text="rows written, total since the first cycle")
+    skipped = models.BigIntegerField(default=0, help_text="points skipped, total")
+    errors = models.BigIntegerField(default=0, help_text="failed cycles, total")
+    last_rows = models.IntegerField(default=0, help_text="rows written by the last cycle")
     last_error = models.TextField(blank=True)
 
     def __str__(self) -> str:

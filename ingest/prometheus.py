@@ -107,11 +107,22 @@ class PrometheusClient:
     def __init__(self, url: str | None = None, timeout: float | None = None) -> None:
         self.url = (url or settings.PROMETHEUS_URL).rstrip("/")
         self.timeout = timeout or settings.PROMETHEUS_TIMEOUT_SECONDS
-        self.connection = PrometheusConnect(url=self.url, timeout=self.timeout)
+        self.connection = PrometheusConnect(
+            url=self.url,
+            timeout=self.timeout,
+            headers=backend_headers(),
+            auth=backend_basic_auth(),
+            disable_ssl=False,
+        )
+        if settings.PROMETHEUS_CA_BUNDLE:
+            # Thanos / Mimir / VictoriaMetrics behind a private CA.
+            self.connection._session.verify = settings.PROMETHEUS_CA_BUNDLE
 
     def _guarded(self, call: Callable[[], object]) -> object:
         try:
             return call()
+        except requests.exceptions.JSONDecodeError as exc:  # a RequestException, but not an outage
+            raise PrometheusError(f"{self.url}: malformed answer (not JSON: {exc})") from exc
         except requests.RequestException as exc:
             raise PrometheusUnavailable(f"{self.url}: {type(exc).__name__}: {exc}") from exc
         except PrometheusApiClientException as exc:
@@ -143,9 +154,54 @@ class PrometheusClient:
             answer.extend(decode(result))
         return answer
 
+    def query_range_lenient(
+        self, promql: str, start: datetime, end: datetime, step_seconds: float
+    ) -> Answer:
+        """``query_range`` where a malformed answer counts as one skipped item instead of raising.
+
+        ``PrometheusUnavailable`` still raises: an outage stops the cycle and is caught up later.
+        """
+        try:
+            return self.query_range(promql, start, end, step_seconds)
+        except PrometheusUnavailable:
+            raise
+        except PrometheusError:
+            return Answer(skipped=1)
+
     def metric_names(self) -> set[str]:
         """Every metric name Prometheus knows (for dialect detection and coverage)."""
         return set(self._guarded(self.connection.all_metrics))  # type: ignore[arg-type]
+
+    def known_metrics(self) -> set[str]:
+        """``metric_names`` fetched once per client (a client lives for one cycle)."""
+        cached = getattr(self, "_known_metrics", None)
+        if cached is None:
+            cached = self._known_metrics = self.metric_names()
+        return cached
+
+    def detect_dialect(self, markers: dict[str, str], forced: str = "auto") -> str:
+        """The first dialect whose marker metric Prometheus has (``forced`` unless "auto")."""
+        if forced != "auto":
+            return forced
+        known = self.known_metrics()
+        for dialect, metric in markers.items():
+            if metric in known:
+                return dialect
+        return next(iter(markers))
+
+
+def backend_headers() -> dict[str, str]:
+    """Extra headers for Prometheus-compatible backends: bearer token, X-Scope-OrgID, ..."""
+    headers = dict(settings.PROMETHEUS_HEADERS)
+    if settings.PROMETHEUS_BEARER_TOKEN:
+        headers["Authorization"] = f"Bearer {settings.PROMETHEUS_BEARER_TOKEN}"
+    return headers
+
+
+def backend_basic_auth() -> tuple[str, str] | None:
+    """(user, password) from PROMETHEUS_BASIC_AUTH="user:password", if set."""
+    user, sep, password = settings.PROMETHEUS_BASIC_AUTH.partition(":")
+    return (user, password) if sep else None
 
 
 def _status_code(message: str) -> int | None:

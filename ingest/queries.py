@@ -7,12 +7,190 @@ Settings can override any entry: ``INGEST_PROMQL_OVERRIDES`` maps
 from __future__ import annotations
 
 # --- gpu / ib / topology (owned by the ingest-core work) --------------------
-GPU: dict[str, dict[str, str]] = {}
-IB: dict[str, dict[str, str]] = {}
-TOPOLOGY: dict[str, dict[str, str]] = {}
+# ``{by}`` is replaced with the node-identity labels (INGEST_NODE_LABELS) plus
+# ``instance``; ``max by`` collapses duplicate targets and drops pod labels.
+# Counters are fetched as raw values at each step: ingest computes the exact
+# increase over the step itself (resets, 32-bit saturation) from consecutive values.
+_DCGM_CURRENT = {
+    "util": "DCGM_FI_DEV_GPU_UTIL",
+    "tensor": "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+    "sm": "DCGM_FI_PROF_SM_ACTIVE",
+    "dram": "DCGM_FI_PROF_DRAM_ACTIVE",
+    "power": "DCGM_FI_DEV_POWER_USAGE",
+    "temp": "DCGM_FI_DEV_GPU_TEMP",
+    "nvlink_bw": "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
+    "nvlink_tx": "DCGM_FI_PROF_NVLINK_TX_BYTES",
+    "nvlink_rx": "DCGM_FI_PROF_NVLINK_RX_BYTES",
+    "nvlink_crc_flit": "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+    "nvlink_crc_data": "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+    "nvlink_replay": "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+    "nvlink_recovery": "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+    "xid": "DCGM_FI_DEV_XID_ERRORS",
+}
+_DCGM_LEGACY = {
+    "util": "dcgm_gpu_utilization",
+    "tensor": "dcgm_fi_prof_pipe_tensor_active",
+    "sm": "dcgm_fi_prof_sm_active",
+    "dram": "dcgm_fi_prof_dram_active",
+    "power": "dcgm_power_usage",
+    "temp": "dcgm_gpu_temp",
+    "nvlink_bw": "dcgm_nvlink_bandwidth_total",
+    "nvlink_tx": "dcgm_fi_prof_nvlink_tx_bytes",
+    "nvlink_rx": "dcgm_fi_prof_nvlink_rx_bytes",
+    "nvlink_crc_flit": "dcgm_nvlink_crc_flit_error_count_total",
+    "nvlink_crc_data": "dcgm_nvlink_crc_data_error_count_total",
+    "nvlink_replay": "dcgm_nvlink_replay_error_count_total",
+    "nvlink_recovery": "dcgm_nvlink_recovery_error_count_total",
+    "xid": "dcgm_xid_errors",
+}
+#: Metric names that identify each dialect (dialect detection and coverage).
+DCGM_MARKERS = {"current": _DCGM_CURRENT["util"], "legacy": _DCGM_LEGACY["util"]}
+
+
+def _per_gpu(names: dict[str, str]) -> dict[str, str]:
+    queries = {col: f"max by ({{by}}, gpu) ({metric})" for col, metric in names.items()}
+    # The XID message label (newer dcgm-exporter) is kept to name the event.
+    queries["xid"] = f"max by ({{by}}, gpu, err_msg) ({names['xid']})"
+    return queries
+
+
+GPU: dict[str, dict[str, str]] = {
+    "current": _per_gpu(_DCGM_CURRENT),
+    "legacy": _per_gpu(_DCGM_LEGACY),
+}
+
+_IB_NODE_EXPORTER = {
+    "tx_bytes": "node_infiniband_port_data_transmitted_bytes_total",
+    "rx_bytes": "node_infiniband_port_data_received_bytes_total",
+    "tx_packets": "node_infiniband_port_packets_transmitted_total",
+    "rx_packets": "node_infiniband_port_packets_received_total",
+    "xmit_wait": "node_infiniband_port_transmit_wait_total",
+    "symbol_errors": "node_infiniband_symbol_error_total",
+    "link_downed": "node_infiniband_link_downed_total",
+    "link_error_recovery": "node_infiniband_link_error_recovery_total",
+    "rcv_errors": "node_infiniband_port_errors_received_total",
+    "local_link_integrity": "node_infiniband_local_link_integrity_errors_total",
+    "excessive_buffer_overrun": "node_infiniband_excessive_buffer_overrun_errors_total",
+    "state": "node_infiniband_state_id",
+    "phys_state": "node_infiniband_physical_state_id",
+    "rate": "node_infiniband_rate_bytes_per_second",
+}
+_IB_TREYDOCK = {
+    "tx_bytes": "infiniband_hca_port_transmit_data_bytes_total",
+    "rx_bytes": "infiniband_hca_port_receive_data_bytes_total",
+    "tx_packets": "infiniband_hca_port_transmit_packets_total",
+    "rx_packets": "infiniband_hca_port_receive_packets_total",
+    "xmit_wait": "infiniband_hca_port_transmit_wait_total",
+    "symbol_errors": "infiniband_hca_port_symbol_error_total",
+    "link_downed": "infiniband_hca_port_link_downed_total",
+    "link_error_recovery": "infiniband_hca_port_link_error_recovery_total",
+    "rcv_errors": "infiniband_hca_port_receive_errors_total",
+    "local_link_integrity": "infiniband_hca_port_local_link_integrity_errors_total",
+    "excessive_buffer_overrun": "infiniband_hca_port_excessive_buffer_overrun_errors_total",
+    "state": "infiniband_hca_port_state_id",
+    "phys_state": "infiniband_hca_port_physical_state_id",
+    "rate": "infiniband_hca_port_rate_bytes_per_second",
+}
+IB_MARKERS = {"node_exporter": _IB_NODE_EXPORTER["tx_bytes"], "treydock": _IB_TREYDOCK["tx_bytes"]}
+IB: dict[str, dict[str, str]] = {
+    "node_exporter": {
+        c: f"max by ({{by}}, device, port) ({m})" for c, m in _IB_NODE_EXPORTER.items()
+    },
+    "treydock": {
+        **{c: f"max by (guid, port) ({m})" for c, m in _IB_TREYDOCK.items()},
+        # guid -> "gpu-017 HCA-1", over the whole window so a port seen early still maps.
+        "hca_info": "max by (guid, hca) (last_over_time(infiniband_hca_info[{range}]))",
+    },
+}
+TOPOLOGY: dict[str, dict[str, str]] = {
+    "treydock": {
+        "uplinks": "max by (guid, port, switch, uplink, uplink_guid, uplink_type, uplink_port) "
+        "(last_over_time(infiniband_switch_uplink_info[{range}]))",
+        "switches": "max by (guid, switch) (last_over_time(infiniband_switch_info[{range}]))",
+    },
+}
+
+
+def promql(family: str, dialect: str, name: str, **params: str) -> str:
+    """The PromQL for ``family.dialect.name`` (INGEST_PROMQL_OVERRIDES first), formatted."""
+    from django.conf import settings
+
+    table = {"gpu": GPU, "ib": IB, "topology": TOPOLOGY}[family]
+    template = getattr(settings, "INGEST_PROMQL_OVERRIDES", {}).get(
+        f"{family}.{dialect}.{name}", table[dialect][name]
+    )
+    return template.format(**params)
+
 
 # --- kueue / cluster / runs / checkpoints (owned by the cluster-families work)
-KUEUE: dict[str, dict[str, str]] = {}
-CLUSTER: dict[str, dict[str, str]] = {}
-RUNS: dict[str, dict[str, str]] = {}
-CHECKPOINTS: dict[str, dict[str, str]] = {}
+# One dialect each ("default"). Every query is a range query over the window,
+# starting one step early: that first point is the baseline that counter
+# increases and state changes are computed against (in Python, exactly, with
+# counter resets handled), so no query uses rate()/increase() extrapolation.
+# Kueue: followers of an HA deployment export stale values; `!="follower"`
+# keeps the leader and matches versions without the `replica_role` label.
+_KQ = '{replica_role!="follower"}'
+_JOB_POD = 'kube_pod_info{created_by_kind="Job"}'
+KUEUE: dict[str, dict[str, str]] = {
+    "default": {
+        "pending": f"max by (cluster_queue, status) (kueue_pending_workloads{_KQ})",
+        "admitted_active": f"max by (cluster_queue) (kueue_admitted_active_workloads{_KQ})",
+        "admitted_total": f"sum by (cluster_queue) (kueue_admitted_workloads_total{_KQ})",
+        "wait_buckets": f"sum by (cluster_queue, le) (kueue_admission_wait_time_seconds_bucket{_KQ})",
+        "evicted_total": f"sum by (cluster_queue, reason) (kueue_evicted_workloads_total{_KQ})",
+        "preempted_total": (
+            f"sum by (preempting_cluster_queue, reason) (kueue_preempted_workloads_total{_KQ})"
+        ),
+        "quota_usage": (
+            "max by (cohort, cluster_queue, flavor, resource) "
+            f"(kueue_cluster_queue_resource_usage{_KQ})"
+        ),
+        "quota_nominal": (
+            "max by (cohort, cluster_queue, flavor, resource) "
+            f"(kueue_cluster_queue_nominal_quota{_KQ})"
+        ),
+    }
+}
+CLUSTER: dict[str, dict[str, str]] = {
+    "default": {
+        "node_info": "max by (node) (kube_node_info)",
+        # The value is the sample's own time: a taint that was removed lingers for the
+        # lookback (5 min) where there are no staleness markers (backfilled blocks, a
+        # restarted Prometheus); only the taints of the node's newest scrape count.
+        "taints": "max by (node, key, value) (timestamp(kube_node_spec_taint))",
+        "unschedulable": "max by (node) (kube_node_spec_unschedulable)",
+    }
+}
+RUNS: dict[str, dict[str, str]] = {
+    "default": {
+        "pod_info": f"max by (namespace, pod, node, created_by_name) ({_JOB_POD})",
+        "pod_queue": (
+            "max by (namespace, pod, label_kueue_x_k8s_io_queue_name) "
+            '(kube_pod_labels{label_kueue_x_k8s_io_queue_name!=""})'
+        ),
+        "pod_phase": (
+            "max by (namespace, pod, phase) (kube_pod_status_phase == 1) "
+            f"and on (namespace, pod) {_JOB_POD}"
+        ),
+        "pod_restarts": (
+            "sum by (namespace, pod) (kube_pod_container_status_restarts_total) "
+            f"and on (namespace, pod) {_JOB_POD}"
+        ),
+        "pod_reason": (
+            "max by (namespace, pod, reason) (kube_pod_status_reason == 1) "
+            f"and on (namespace, pod) {_JOB_POD}"
+        ),
+        "pod_terminated": (
+            "max by (namespace, pod, reason) "
+            "(kube_pod_container_status_last_terminated_reason == 1) "
+            f"and on (namespace, pod) {_JOB_POD}"
+        ),
+    }
+}
+CHECKPOINTS: dict[str, dict[str, str]] = {
+    "default": {
+        "timestamp": "max by (namespace, job_name) (training_last_checkpoint_timestamp_seconds)",
+        "step": "max by (namespace, job_name) (training_last_checkpoint_step)",
+        "duration": "max by (namespace, job_name) (training_last_checkpoint_duration_seconds)",
+    }
+}

@@ -196,6 +196,11 @@ def main() -> None:
     env.setdefault("EXTERNAL_URL", f"http://127.0.0.1:{options.port}")
     env["PROMETHEUS_URL"] = env.get("DEMO_PROMETHEUS_URL", f"http://127.0.0.1:{prom_port}")
     env["PYTHONUNBUFFERED"] = "1"
+    # The simulator's Kueue LocalQueues and the ClusterQueues they feed.
+    env.setdefault(
+        "INGEST_LOCAL_QUEUE_MAP",
+        '{"llm-pretrain/pretrain": "cq-pretrain", "research/research": "cq-research"}',
+    )
 
     ensure_database(env)
     run([PY, "manage.py", "migrate", "--noinput", "-v", "0"], env)

@@ -1,0 +1,149 @@
+"""Admin for notification channels, the outbox and the delivery log.
+
+A channel's secret is write-only: the form never renders it, leaving the field
+blank keeps it, and the list and detail pages show only a hint.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
+
+from .models import AttemptOutcome, DeliveryAttempt, NotificationChannel, Outbox, OutboxStatus
+from .notify import outbox, services
+
+
+class ChannelForm(forms.ModelForm):
+    """Channel form with a write-only secret."""
+
+    secret = forms.CharField(
+        required=False,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="Webhook only. Leave blank to keep the current secret.",
+    )
+    url = forms.URLField(max_length=2000, assume_scheme="https")
+    clear_secret = forms.BooleanField(required=False, help_text="Remove the current secret.")
+
+    class Meta:
+        model = NotificationChannel
+        fields = [
+            "name",
+            "kind",
+            "url",
+            "secret",
+            "min_severity",
+            "matchers",
+            "group_by",
+            "group_wait",
+            "group_interval",
+            "repeat_interval",
+            "send_resolved",
+            "enabled",
+        ]
+
+    def clean_secret(self) -> str:
+        value = self.cleaned_data.get("secret", "")
+        if self.data.get("clear_secret"):
+            return ""
+        return value or (self.instance.secret if self.instance.pk else "")
+
+
+@admin.register(NotificationChannel)
+class NotificationChannelAdmin(admin.ModelAdmin):
+    """Channels: the disabled reason is shown in the list so a dead destination is visible."""
+
+    form = ChannelForm
+    list_display = ["name", "kind", "enabled", "min_severity", "secret_hint", "disabled_reason"]
+    list_filter = ["kind", "enabled"]
+    readonly_fields = ["secret_hint", "disabled_reason", "disabled_at", "created_at", "updated_at"]
+    actions = ["send_test_notification", "enable_channels"]
+
+    @admin.action(description="Send a test notification")
+    def send_test_notification(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        for channel in queryset:
+            if not channel.enabled:
+                self.message_user(
+                    request, f"{channel.name}: disabled, enable it first.", messages.ERROR
+                )
+                continue
+            row = services.write_test_notification(channel, str(request.user))
+            outbox.deliver(row.id)
+            attempt = row.delivery_attempts.order_by("-number").first()
+            if attempt is None:
+                self.message_user(request, f"{channel.name}: not sent.", messages.ERROR)
+                continue
+            text = f"{channel.name}: test notification {attempt.get_outcome_display().lower()}"
+            text += f" (HTTP {attempt.status_code})" if attempt.status_code else ""
+            text += f": {attempt.error}" if attempt.error else "."
+            ok = attempt.outcome == AttemptOutcome.DELIVERED
+            self.message_user(request, text, messages.SUCCESS if ok else messages.ERROR)
+
+    @admin.action(description="Enable (clear the disabled reason)")
+    def enable_channels(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        count = queryset.update(enabled=True, disabled_reason="", disabled_at=None)
+        self.message_user(request, f"{count} channel(s) enabled.")
+
+
+class DeliveryAttemptInline(admin.TabularInline):
+    model = DeliveryAttempt
+    extra = 0
+    can_delete = False
+    fields = ["number", "started_at", "finished_at", "outcome", "status_code", "error"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Outbox)
+class OutboxAdmin(admin.ModelAdmin):
+    """The outbox: read-only, with a "retry now" action for failed rows."""
+
+    list_display = [
+        "key",
+        "channel",
+        "status",
+        "attempts",
+        "next_attempt_at",
+        "created_at",
+        "last_error",
+    ]
+    list_filter = ["status", "channel"]
+    search_fields = ["key"]
+    readonly_fields = [f.name for f in Outbox._meta.fields]
+    inlines = [DeliveryAttemptInline]
+    actions = ["retry_now"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.action(description="Retry now (failed or waiting rows)")
+    def retry_now(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        waiting = queryset.filter(status__in=[OutboxStatus.FAILED, OutboxStatus.PENDING])
+        count = waiting.update(
+            status=OutboxStatus.PENDING, next_attempt_at=timezone.now(), processed_at=None
+        )
+        self.message_user(request, f"{count} notification(s) queued; the next flush sends them.")
+
+
+@admin.register(DeliveryAttempt)
+class DeliveryAttemptAdmin(admin.ModelAdmin):
+    """The delivery log: one row per attempt."""
+
+    list_display = ["outbox", "channel", "number", "started_at", "outcome", "status_code", "error"]
+    list_filter = ["outcome", "channel"]
+    readonly_fields = [f.name for f in DeliveryAttempt._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

@@ -1,0 +1,226 @@
+"""Notification delivery models: channels, group state, the outbox and the delivery log."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from ..notify.grouping import MATCH_OPS, Matcher, Route, Timing
+from ..transports.base import ChannelTarget
+from .core import Severity
+
+__all__ = [
+    "AttemptOutcome",
+    "ChannelKind",
+    "DeliveryAttempt",
+    "NotificationChannel",
+    "NotificationGroup",
+    "Outbox",
+    "OutboxStatus",
+]
+
+
+class ChannelKind(models.TextChoices):
+    SLACK = "slack", "Slack incoming webhook"
+    WEBHOOK = "webhook", "Webhook (Alertmanager v4 JSON, signed)"
+    ALERTMANAGER = "alertmanager", "Alertmanager (POST /api/v2/alerts)"
+
+
+def _validate_matchers(value: object) -> None:
+    if not isinstance(value, list):
+        raise ValidationError(
+            'Expected a list like [{"name": "pool", "op": "=", "value": "training"}].'
+        )
+    for item in value:
+        if not isinstance(item, dict) or set(item) != {"name", "op", "value"}:
+            raise ValidationError(f"Each matcher needs exactly name, op and value: {item!r}.")
+        if item["op"] not in MATCH_OPS:
+            raise ValidationError(
+                f"Unknown operator {item['op']!r}; use one of {', '.join(MATCH_OPS)}."
+            )
+        if not all(isinstance(item[key], str) for key in ("name", "value")):
+            raise ValidationError(f"Matcher name and value must be text: {item!r}.")
+        if item["op"] in ("=~", "!~"):
+            try:
+                re.compile(item["value"])
+            except re.error as exc:
+                raise ValidationError(f"Invalid regex {item['value']!r}: {exc}.") from None
+
+
+def _validate_group_by(value: object) -> None:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ValidationError('Expected a list of label names, e.g. ["alertname", "leaf_switch"].')
+
+
+def _validate_positive(value: timedelta) -> None:
+    if value <= timedelta(0):
+        raise ValidationError("Must be longer than zero.")
+
+
+class NotificationChannel(models.Model):
+    """Where notifications go (Slack, a webhook, an Alertmanager), which alerts, and how grouped."""
+
+    name = models.CharField(max_length=100, unique=True)
+    kind = models.CharField(max_length=20, choices=ChannelKind)
+    url = models.URLField(
+        max_length=2000,
+        help_text="Slack incoming-webhook URL, webhook URL, or Alertmanager base URL.",
+    )
+    secret = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="Webhook only: key of the X-ClusterWatch-Signature HMAC-SHA256 header.",
+    )
+    min_severity = models.CharField(max_length=16, choices=Severity, default=Severity.WARNING)
+    matchers = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[_validate_matchers],
+        help_text='Label matchers, all must hold: [{"name": "pool", "op": "=~", "value": "train.*"}].',
+    )
+    group_by = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[_validate_group_by],
+        help_text='Labels to group by; empty = alertname + leaf_switch if any, else + node; ["..."] = none.',
+    )
+    group_wait = models.DurationField(
+        default=timedelta(seconds=30), validators=[_validate_positive]
+    )
+    group_interval = models.DurationField(
+        default=timedelta(minutes=5), validators=[_validate_positive]
+    )
+    repeat_interval = models.DurationField(
+        default=timedelta(hours=4), validators=[_validate_positive]
+    )
+    send_resolved = models.BooleanField(default=True)
+    enabled = models.BooleanField(default=True)
+    disabled_reason = models.TextField(blank=True)
+    disabled_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind})"
+
+    def route(self) -> Route:
+        """The channel's routing and grouping, for the pure grouping code."""
+        return Route(
+            min_severity=self.min_severity,
+            matchers=tuple(Matcher(m["name"], m["op"], m["value"]) for m in self.matchers),
+            group_by=tuple(self.group_by),
+        )
+
+    def timing(self) -> Timing:
+        """The channel's group_wait / group_interval / repeat_interval."""
+        return Timing(self.group_wait, self.group_interval, self.repeat_interval)
+
+    def target(self) -> ChannelTarget:
+        """What a transport needs to deliver to this channel."""
+        return ChannelTarget(name=self.name, kind=self.kind, url=self.url, secret=self.secret)
+
+    @property
+    def secret_hint(self) -> str:
+        """The secret as the admin shows it: never in full."""
+        if not self.secret:
+            return "not set"
+        return f"set, ending …{self.secret[-4:]}" if len(self.secret) >= 16 else "set"
+
+
+class NotificationGroup(models.Model):
+    """One alert group of one channel: when it was first seen and last notified, and with what."""
+
+    channel = models.ForeignKey(
+        NotificationChannel, on_delete=models.CASCADE, related_name="groups"
+    )
+    key = models.TextField(help_text='Group labels, Alertmanager style: {alertname="x",node="y"}.')
+    key_hash = models.CharField(max_length=64)
+    labels = models.JSONField(default=dict)
+    first_seen_at = models.DateTimeField()
+    last_sent_at = models.DateTimeField(null=True, blank=True)
+    notified = models.JSONField(default=dict, help_text="Alert id → status last notified.")
+    sequence = models.PositiveIntegerField(default=0, help_text="Notifications written so far.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["channel", "key_hash"], name="notify_group_unique_key")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.channel.name} {self.key}"
+
+
+class OutboxStatus(models.TextChoices):
+    PENDING = "pending"
+    SENDING = "sending"
+    DELIVERED = "delivered"
+    FAILED = "failed"
+
+
+class Outbox(models.Model):
+    """One notification to deliver; claimed by one sender at a time under a lease."""
+
+    key = models.CharField(max_length=200, unique=True, help_text="Idempotency key.")
+    channel = models.ForeignKey(
+        NotificationChannel, on_delete=models.CASCADE, related_name="outbox"
+    )
+    group = models.ForeignKey(NotificationGroup, null=True, blank=True, on_delete=models.SET_NULL)
+    status = models.CharField(max_length=16, choices=OutboxStatus, default=OutboxStatus.PENDING)
+    payload = models.JSONField(help_text="The webhook v4 message; other transports render from it.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    next_attempt_at = models.DateTimeField()
+    attempts = models.PositiveIntegerField(default=0)
+    lease_token = models.UUIDField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    processed_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+
+    class Meta:
+        verbose_name_plural = "outbox"
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "next_attempt_at"], name="notify_outbox_due")]
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.status})"
+
+
+class AttemptOutcome(models.TextChoices):
+    SENDING = "sending", "in progress"
+    DELIVERED = "delivered"
+    RETRY = "retry", "failed, will retry"
+    REJECTED = "rejected", "refused, not retried"
+    CHANNEL_GONE = "channel_gone", "destination gone, channel disabled"
+    GAVE_UP = "gave_up", "failed, out of attempts"
+    ABANDONED = "abandoned", "sender lost (lease expired)"
+
+
+class DeliveryAttempt(models.Model):
+    """The delivery log: one row per attempt to send one outbox row."""
+
+    outbox = models.ForeignKey(Outbox, on_delete=models.CASCADE, related_name="delivery_attempts")
+    channel = models.ForeignKey(NotificationChannel, on_delete=models.CASCADE, related_name="+")
+    number = models.PositiveIntegerField()
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(
+        max_length=16, choices=AttemptOutcome, default=AttemptOutcome.SENDING
+    )
+    status_code = models.PositiveIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["outbox", "number"], name="notify_attempt_unique_number"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.number} of {self.outbox_id}: {self.outcome}"

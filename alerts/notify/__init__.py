@@ -1,0 +1,1 @@
+"""Notification delivery: grouping (pure), the outbox, and the tasks that drive them."""

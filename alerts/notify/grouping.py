@@ -1,0 +1,164 @@
+"""Routing, grouping and timing of notifications: pure functions, no ORM.
+
+The semantics are Alertmanager's. A channel takes the alerts that reach its
+minimum severity and match its label matchers. They are grouped by the
+channel's ``group_by`` labels; a group is first notified ``group_wait`` after
+it appears, then again at most every ``group_interval`` when its alerts change
+(a new alert fires, a notified alert resolves), and every ``repeat_interval``
+while anything still fires.
+
+The default grouping (an empty ``group_by``) is ``alertname`` plus
+``leaf_switch`` when the alert names one, else ``alertname`` plus ``node``: a
+leaf-switch fault that hits 32 nodes is one notification naming the switch and
+the nodes, while unrelated per-node faults stay separate.
+
+Silenced and inhibited ("muted") alerts are never notified. A muted alert is
+dropped from what a group has notified, so when the silence ends while it is
+still firing it counts as new and is sent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Literal
+
+SEVERITY_RANK = {"info": 1, "warning": 2, "critical": 3}
+ALL_LABELS = "..."  # group_by = ["..."]: every label, i.e. one group per alert
+MATCH_OPS = ("=", "!=", "=~", "!~")
+
+
+@dataclass(frozen=True)
+class Matcher:
+    """A label matcher: ``name op value``; regexes match the whole value, like Prometheus."""
+
+    name: str
+    op: Literal["=", "!=", "=~", "!~"]
+    value: str
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Whether ``labels`` satisfy this matcher (a missing label is the empty string)."""
+        actual = labels.get(self.name, "")
+        if self.op in ("=", "!="):
+            return (actual == self.value) == (self.op == "=")
+        return (re.fullmatch(self.value, actual) is not None) == (self.op == "=~")
+
+
+@dataclass(frozen=True)
+class AlertView:
+    """What the notifier needs to know about one alert."""
+
+    id: int
+    fingerprint: str
+    status: Literal["firing", "resolved"]
+    severity: str
+    labels: Mapping[str, str]  # includes ``alertname`` and ``severity``
+    annotations: Mapping[str, str]
+    starts_at: datetime
+    ends_at: datetime | None
+    generator_url: str
+    muted: bool = False
+
+
+@dataclass(frozen=True)
+class Route:
+    """Which alerts a channel takes, and how it groups them."""
+
+    min_severity: str = "info"
+    matchers: tuple[Matcher, ...] = ()
+    group_by: tuple[str, ...] = ()
+
+    def takes(self, alert: AlertView) -> bool:
+        """Whether the alert reaches this channel."""
+        if SEVERITY_RANK.get(alert.severity, 0) < SEVERITY_RANK.get(self.min_severity, 0):
+            return False
+        return all(matcher.matches(alert.labels) for matcher in self.matchers)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Alertmanager's three intervals."""
+
+    group_wait: timedelta = timedelta(seconds=30)
+    group_interval: timedelta = timedelta(minutes=5)
+    repeat_interval: timedelta = timedelta(hours=4)
+
+
+@dataclass
+class GroupState:
+    """What a group has notified so far: alert id (as text) → status."""
+
+    first_seen_at: datetime
+    last_sent_at: datetime | None = None
+    notified: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome of one flush of one group."""
+
+    send: list[AlertView]  # empty: nothing to send now
+    notified: dict[str, str]  # the group's notified state after this flush
+    finished: bool  # nothing fires and nothing is owed: the group can be forgotten
+
+
+def group_labels(alert: AlertView, group_by: Sequence[str]) -> dict[str, str]:
+    """The labels that name an alert's group."""
+    if ALL_LABELS in group_by:
+        return dict(alert.labels)
+    names = list(group_by)
+    if not names:
+        names = ["alertname", "leaf_switch" if alert.labels.get("leaf_switch") else "node"]
+    return {name: alert.labels[name] for name in names if alert.labels.get(name)}
+
+
+def group_key(labels: Mapping[str, str]) -> str:
+    """A stable text key for a group, Alertmanager style: ``{a="x",b="y"}``."""
+    pairs = ",".join(f"{name}={value!r}" for name, value in sorted(labels.items()))
+    return "{" + pairs.replace("'", '"') + "}"
+
+
+def group_alerts(alerts: Iterable[AlertView], route: Route) -> dict[str, list[AlertView]]:
+    """The alerts a route takes, by group key, each group ordered by alert id."""
+    groups: dict[str, list[AlertView]] = {}
+    for alert in sorted(alerts, key=lambda a: a.id):
+        if route.takes(alert):
+            groups.setdefault(group_key(group_labels(alert, route.group_by)), []).append(alert)
+    return groups
+
+
+def _due(state: GroupState, changed: bool, firing: bool, timing: Timing, now: datetime) -> bool:
+    if state.last_sent_at is None:
+        return firing and now >= state.first_seen_at + timing.group_wait
+    if changed and now >= state.last_sent_at + timing.group_interval:
+        return True
+    return firing and now >= state.last_sent_at + timing.repeat_interval
+
+
+def decide(
+    state: GroupState,
+    alerts: Sequence[AlertView],
+    timing: Timing,
+    now: datetime,
+    send_resolved: bool = True,
+) -> Decision:
+    """Whether to notify a group now, and which alerts to put in the notification."""
+    firing = [a for a in alerts if a.status == "firing" and not a.muted]
+    resolved = [
+        a
+        for a in alerts
+        if a.status == "resolved" and not a.muted and state.notified.get(str(a.id)) == "firing"
+    ]
+    still_firing = {str(a.id): "firing" for a in firing}
+    if not firing and not resolved:
+        return Decision([], {}, True)
+    changed = bool(resolved) or any(state.notified.get(key) != "firing" for key in still_firing)
+    if not _due(state, changed, bool(firing), timing, now):
+        # Keep what was notified for alerts still firing or still owed a resolution.
+        owed = set(still_firing) | {str(a.id) for a in resolved}
+        return Decision([], {k: v for k, v in state.notified.items() if k in owed}, False)
+    if not firing and not send_resolved:
+        return Decision([], {}, True)
+    return Decision(firing + (resolved if send_resolved else []), still_firing, not firing)

@@ -1,0 +1,166 @@
+"""The plain data rules evaluate: NamedTuples fetched by ``alerts.inputs``, and what rules return.
+
+Times are unix seconds (floats): cheap to compare and subtract over a few
+hundred thousand points. Every series row covers one ingest step ending at
+``ts``; "increase" columns are counter increases over that step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+
+class GpuPoint(NamedTuple):
+    """Per-GPU gauges at one step (dense: every step of the look-back window)."""
+
+    node: str
+    gpu: int
+    ts: float
+    util: float | None
+    tensor: float | None
+    sm: float | None
+    power: float | None
+
+
+class NvlinkPoint(NamedTuple):
+    """A step where a GPU's NVLink error counters increased (sparse)."""
+
+    node: str
+    gpu: int
+    ts: float
+    crc_flit: float
+    crc_data: float
+
+
+class IbPoint(NamedTuple):
+    """Per-port throughput, wait and state at one step (dense)."""
+
+    node: str
+    device: str
+    port: int
+    ts: float
+    tx_bytes: float | None
+    rx_bytes: float | None
+    xmit_wait: float | None
+    state: int | None
+    saturated: int
+
+
+class IbErrorPoint(NamedTuple):
+    """A step where a port's error counters increased or its state was not active (sparse)."""
+
+    node: str
+    device: str
+    port: int
+    ts: float
+    symbol_errors: float
+    rcv_errors: float
+    local_link_integrity: float
+    excessive_buffer_overrun: float
+    link_downed: float
+    link_error_recovery: float
+    state: int | None
+
+
+class XidPoint(NamedTuple):
+    """A new or changed XID code on a GPU."""
+
+    node: str
+    gpu: int
+    ts: float
+    code: int
+    message: str
+
+
+class KueuePoint(NamedTuple):
+    """A ClusterQueue's pending and admitted workloads at one step."""
+
+    cluster_queue: str
+    ts: float
+    pending_active: float | None
+    pending_inadmissible: float | None
+    admitted: float | None
+
+
+class Assignment(NamedTuple):
+    """A pod of a run held a node from ``start`` to ``end``."""
+
+    node: str
+    namespace: str
+    pod: str
+    run: str
+    start: float
+    end: float
+
+
+class RunCheckpoints(NamedTuple):
+    """A run, whether it is running, and the times of its checkpoints (ascending)."""
+
+    namespace: str
+    run: str
+    running: bool
+    checkpoints: tuple[float, ...]
+
+
+class FamilyCursor(NamedTuple):
+    """How far an ingest family is covered, and when it last succeeded."""
+
+    family: str
+    covered_until: float
+    last_success: float | None
+
+
+class Detail(NamedTuple):
+    """What a signal says at one step: captured as the alert's value, summary and context."""
+
+    value: float | None
+    summary: str
+    context: dict[str, Any]
+    severity: str | None = None  # overrides the rule's severity (gpu_xid application codes)
+
+
+class Signal(NamedTuple):
+    """A rule's condition over time for one scope.
+
+    ``truth[i]`` says whether the condition held at ``times[i]``; a true point
+    stays true for ``hold`` seconds unless a later point says otherwise (dense
+    series: the gap tolerance; windowed counts: the window; synthesized
+    intervals: ``math.inf``). ``labels`` are the scope (the fingerprint);
+    ``extra`` are more labels captured when the alert opens (leaf_switch, run).
+    """
+
+    labels: dict[str, str]
+    times: list[float]
+    truth: list[bool]
+    hold: float
+    describe: Callable[[int], Detail]
+    extra: dict[str, str] = {}
+
+
+@dataclass
+class EvaluationData:
+    """Everything one evaluation reads, fetched with a few set-based queries."""
+
+    now: float
+    as_of: dict[str, float]
+    max_gap: float
+    step: float = 30.0
+    gpu: list[GpuPoint] = field(default_factory=list)
+    nvlink: list[NvlinkPoint] = field(default_factory=list)
+    ib: list[IbPoint] = field(default_factory=list)
+    ib_errors: list[IbErrorPoint] = field(default_factory=list)
+    xids: list[XidPoint] = field(default_factory=list)
+    kueue: list[KueuePoint] = field(default_factory=list)
+    assignments: list[Assignment] = field(default_factory=list)
+    runs: list[RunCheckpoints] = field(default_factory=list)
+    leaf_switches: dict[tuple[str, str, int], str] = field(default_factory=dict)
+    last_seen: dict[tuple[str, str], float] = field(default_factory=dict)
+    cursors: list[FamilyCursor] = field(default_factory=list)
+    # Filled while rules run, for rules derived from others (ib_switch_fault).
+    current: dict[str, list[Any]] = field(default_factory=dict)
+
+    def as_of_family(self, family: str) -> float:
+        """The data time of a family: how far ingest has covered it (else now)."""
+        return self.as_of.get(family, self.now)

@@ -1,0 +1,140 @@
+"""The read API of the alerts app, for its own API and admin and for the dashboard and runs pages.
+
+Every function returns model instances or plain dicts and never writes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Count, Q, QuerySet
+from django.utils import timezone
+
+from .models import ACTIVE_STATES, Alert, AlertEvent, AlertState, Evaluation, Silence
+from .silences import matches_all, parse_matchers
+
+
+def firing_alerts(*, include_muted: bool = True) -> QuerySet[Alert]:
+    """Alerts firing now, newest first; ``include_muted=False`` drops silenced and inhibited ones."""
+    qs = Alert.objects.filter(state=AlertState.FIRING).order_by("-started_at")
+    return qs if include_muted else qs.filter(silenced=False, inhibited=False)
+
+
+def active_alerts() -> QuerySet[Alert]:
+    """Alerts pending or firing now."""
+    return Alert.objects.filter(state__in=ACTIVE_STATES)
+
+
+def alerts(
+    *, state: str | None = None, rule: str | None = None, node: str | None = None, limit: int = 500
+) -> list[Alert]:
+    """Alerts filtered by state, rule and node (newest first, at most ``limit``)."""
+    qs = Alert.objects.exclude(state=AlertState.INACTIVE)
+    if state:
+        qs = qs.filter(state=state)
+    if rule:
+        qs = qs.filter(rule=rule)
+    if node:
+        qs = qs.filter(node=node)
+    return list(qs.order_by("-pending_since", "-id")[:limit])
+
+
+def _overlapping(qs: QuerySet[Alert], start: datetime, end: datetime) -> QuerySet[Alert]:
+    return qs.filter(pending_since__lte=end).filter(
+        Q(resolved_at__isnull=True) | Q(resolved_at__gte=start)
+    )
+
+
+def alerts_for_node(name: str, start: datetime, end: datetime) -> list[Alert]:
+    """Alerts of one node (pending, firing or resolved) whose lifetime overlaps [start, end], oldest first."""
+    qs = Alert.objects.filter(node=name).exclude(state=AlertState.INACTIVE)
+    return list(_overlapping(qs, start, end).order_by("pending_since", "id"))
+
+
+def alerts_for_run(namespace: str, run: str, start: datetime, end: datetime) -> list[Alert]:
+    """Alerts labelled with a run (drift, stragglers, stale checkpoints) overlapping [start, end]."""
+    qs = Alert.objects.filter(labels__namespace=namespace, labels__run=run).exclude(
+        state=AlertState.INACTIVE
+    )
+    return list(_overlapping(qs, start, end).order_by("pending_since", "id"))
+
+
+def alert_counts_by_state() -> dict[str, int]:
+    """``{"firing", "pending", "resolved", "silenced", "inhibited"}``: silenced/inhibited count active alerts."""
+    counts = {state: 0 for state in ("firing", "pending", "resolved")}
+    for row in (
+        Alert.objects.exclude(state=AlertState.INACTIVE).values("state").annotate(n=Count("id"))
+    ):
+        counts[row["state"]] = row["n"]
+    muted = active_alerts().aggregate(silenced=Count("id", filter=Q(silenced=True)),
+                                      inhibited=Count("id", filter=Q(inhibited=True)))  # fmt: skip
+    return {**counts, **muted}
+
+
+def firing_counts_by_severity() -> dict[str, int]:
+    """Firing alerts per severity (critical, warning, info), muted ones excluded."""
+    counts = {"critical": 0, "warning": 0, "info": 0}
+    for row in firing_alerts(include_muted=False).values("severity").annotate(n=Count("id")):
+        counts[row["severity"]] = row["n"]
+    return counts
+
+
+def alert_history(alert_id: int) -> list[AlertEvent]:
+    """The transitions of one alert, oldest first."""
+    return list(AlertEvent.objects.filter(alert_id=alert_id).order_by("ts", "id"))
+
+
+def last_evaluation() -> Evaluation | None:
+    """The most recent evaluation (when, how long, what changed), if any."""
+    return Evaluation.objects.order_by("-started_at").first()
+
+
+def silences(*, include_expired: bool = True) -> list[Silence]:
+    """Silences, newest first; expired ones (kept 5 days) only with ``include_expired``."""
+    qs = Silence.objects.select_related("created_by").order_by("-starts_at", "-id")
+    if not include_expired:
+        qs = qs.filter(Q(ends_at__isnull=True) | Q(ends_at__gt=timezone.now()))
+    return list(qs)
+
+
+def silence_matches(silence: Silence) -> list[Alert]:
+    """Pending or firing alerts the silence's matchers match now (whether or not it is active)."""
+    matchers = parse_matchers(silence.matchers)
+    return [a for a in active_alerts().order_by("node", "rule") if matches_all(matchers, a.labels)]
+
+
+def serialize_alert(alert: Alert) -> dict[str, Any]:
+    """The API shape of an alert."""
+    return {
+        "id": alert.pk,
+        "rule": alert.rule,
+        "state": alert.state,
+        "severity": alert.severity,
+        "labels": alert.labels,
+        "node": alert.node or None,
+        "started_at": (alert.started_at or alert.pending_since).isoformat(),
+        "resolved_at": alert.resolved_at.isoformat() if alert.resolved_at else None,
+        "value": alert.value,
+        "summary": alert.summary,
+        "silenced": alert.silenced,
+        "inhibited": alert.inhibited,
+    }
+
+
+def serialize_silence(silence: Silence) -> dict[str, Any]:
+    """The API shape of a silence."""
+    now = timezone.now()
+    state = (
+        "active" if silence.is_active(now) else "pending" if silence.starts_at > now else "expired"
+    )
+    return {
+        "id": silence.pk,
+        "matchers": silence.matchers,
+        "starts_at": silence.starts_at.isoformat(),
+        "ends_at": silence.ends_at.isoformat() if silence.ends_at else None,
+        "until_resolved": silence.until_resolved,
+        "comment": silence.comment,
+        "created_by": silence.created_by.get_username() if silence.created_by else None,
+        "state": state,
+    }

@@ -1,0 +1,13 @@
+"""The alerts API: alerts and silences (wired at the root by ``config.urls``)."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from . import api
+
+urlpatterns = [
+    path("api/v1/alerts", api.alerts, name="api-alerts"),
+    path("api/v1/silences", api.silences, name="api-silences"),
+    path("api/v1/silences/<int:silence_id>", api.silence_detail, name="api-silence-detail"),
+]

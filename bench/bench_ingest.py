@@ -1,0 +1,223 @@
+"""Ingest benchmark: 256-node simulated cluster, 6 h backfill of the GPU and IB families.
+
+    python bench/bench_ingest.py [--nodes 256] [--hours 6]
+
+Prints, in one run: the ingest rate (samples/s, a sample = one stored non-NULL
+value), (a) the rate of only fetching + decoding the same query_range answers,
+(b) the rate of a raw binary COPY of the same rows into the same tables, the
+ratio of ingest to min(a, b) (goal ≥ 0.6) and bytes per stored sample
+including indexes (goal ≤ 16 B). Uses its own database (clusterwatch_bench,
+created and dropped here) and its own Prometheus loaded with simulator history.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+BENCH_DB = "clusterwatch_bench"
+#: Every metric the GPU and IB families read, so rows are as full as on a real cluster.
+HISTORY_FAMILIES = ",".join(
+    [
+        "key",
+        "DCGM_FI_PROF_SM_ACTIVE",
+        "DCGM_FI_PROF_DRAM_ACTIVE",
+        "DCGM_FI_DEV_GPU_TEMP",
+        "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
+        "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+        "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+        "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+        "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+        "node_infiniband_port_packets_transmitted_total",
+        "node_infiniband_port_packets_received_total",
+        "node_infiniband_link_error_recovery_total",
+        "node_infiniband_port_errors_received_total",
+        "node_infiniband_local_link_integrity_errors_total",
+        "node_infiniband_excessive_buffer_overrun_errors_total",
+        "node_infiniband_physical_state_id",
+        "node_infiniband_rate_bytes_per_second",
+    ]
+)
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+os.environ.setdefault("DEBUG", "1")
+os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{BENCH_DB}"
+
+
+def recreate_database(drop_only: bool = False) -> None:
+    import psycopg
+
+    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
+        if not drop_only:
+            conn.execute(f"CREATE DATABASE {BENCH_DB}")
+
+
+def stored_samples() -> tuple[int, int]:
+    """(non-NULL values, rows) in the GPU and IB sample tables."""
+    from django.db import connection
+
+    from ingest.store import GPU_VALUE_COLUMNS, IB_VALUE_COLUMNS
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT sum(num_nonnulls({', '.join(GPU_VALUE_COLUMNS)})), count(*) FROM ingest_gpusample"
+        )
+        gpu_values, gpu_rows = cursor.fetchone()
+        ib_values = [c for c in IB_VALUE_COLUMNS if c != "saturated"]
+        cursor.execute(
+            f"SELECT sum(num_nonnulls({', '.join(ib_values)})), count(*) FROM ingest_ibsample"
+        )
+        ib_values_n, ib_rows = cursor.fetchone()
+    return int(gpu_values or 0) + int(ib_values_n or 0), int(gpu_rows) + int(ib_rows)
+
+
+def stored_bytes() -> int:
+    """Heap + TOAST + every index of every raw sample partition (after VACUUM)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE ingest_gpusample, ingest_ibsample")
+        cursor.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(i.inhrelid)), 0) FROM pg_inherits i "
+            "JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname IN ('ingest_gpusample', 'ingest_ibsample')"
+        )
+        return int(cursor.fetchone()[0])
+
+
+def fetch_only(client, start: datetime, end: datetime) -> int:  # noqa: ANN001
+    """Run the same query_range calls as ingest (same chunks), decode them, count the points."""
+    from django.conf import settings
+
+    from ingest.queries import DCGM_MARKERS, IB_MARKERS, promql
+    from ingest.services import split
+    from ingest.sources.dcgm import FETCHED, node_by
+    from ingest.sources.infiniband import SPEC
+
+    gpu_dialect = client.detect_dialect(DCGM_MARKERS)
+    ib_dialect = client.detect_dialect(IB_MARKERS)
+    queries = [promql("gpu", gpu_dialect, c, by=node_by()) for c in (*FETCHED, "xid")]
+    queries += [promql("ib", ib_dialect, c.name, by=node_by()) for c in SPEC]
+    points = 0
+    for window in split(start, end, settings.INGEST_STEP_SECONDS, settings.INGEST_CHUNK_STEPS):
+        for query in queries:
+            answer = client.query_range(query, window.start, window.end, window.step)
+            points += sum(len(s.points) for s in answer.series)
+    return points
+
+
+def raw_copy() -> float:
+    """Read the stored rows back, empty the tables, time a plain binary COPY of them back in."""
+    from django.db import connection, transaction
+
+    from ingest.store import GPU_TABLE, IB_TABLE, copy_rows
+
+    tables = {}
+    for table in (GPU_TABLE, IB_TABLE):
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT {', '.join(table.columns)} FROM {table.name} ORDER BY ts")
+            tables[table] = cursor.fetchall()
+            cursor.execute(f"TRUNCATE {table.name}")
+    began = time.perf_counter()
+    with transaction.atomic():
+        for table, rows in tables.items():
+            copy_rows(table, rows)
+    return time.perf_counter() - began
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=256)
+    parser.add_argument("--hours", type=float, default=6.0)
+    args = parser.parse_args()
+
+    recreate_database()
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    from simulator import Cluster, ClusterSpec
+    from tests.support.prometheus import simulated_prometheus
+
+    call_command("migrate", verbosity=0)
+    end = float(int(time.time() // 30) * 30)
+    cluster = Cluster(ClusterSpec(nodes=args.nodes, seed=1, epoch=datetime.fromtimestamp(end, UTC)))
+    history = timedelta(hours=args.hours)
+    print(
+        f"simulating {args.nodes} nodes, {args.hours:g} h of history (promtool backfill)…",
+        flush=True,
+    )
+    began = time.perf_counter()
+    try:
+        with (
+            tempfile.TemporaryDirectory() as workdir,
+            simulated_prometheus(
+                cluster, Path(workdir), history, 30.0, "30s", HISTORY_FAMILIES, end
+            ) as prom,
+        ):
+            print(f"  Prometheus ready in {time.perf_counter() - began:.0f} s", flush=True)
+            run(prom, end, history)
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        recreate_database(drop_only=True)
+
+
+def run(prom, end: float, history: timedelta) -> None:  # noqa: ANN001
+    from ingest.prometheus import PrometheusClient
+    from ingest.services import ingest_all
+
+    client = PrometheusClient(prom.prometheus.url, timeout=120)
+    start_at = datetime.fromtimestamp(end, UTC) - history
+    until = datetime.fromtimestamp(end - 30, UTC)
+
+    began = time.perf_counter()
+    outcomes = ingest_all(since=start_at, until=until, client=client, families=["gpu", "ib"])
+    ingest_seconds = time.perf_counter() - began
+    for outcome in outcomes:
+        print(
+            f"  {outcome.family}: {outcome.status} rows={outcome.rows} skipped={outcome.skipped} {outcome.notes}"
+        )
+    samples, rows = stored_samples()
+    size = stored_bytes()
+
+    began = time.perf_counter()
+    points = fetch_only(PrometheusClient(prom.prometheus.url, timeout=120), start_at, until)
+    fetch_seconds = time.perf_counter() - began
+    copy_seconds = raw_copy()
+
+    ingest_rate, fetch_rate, copy_rate = (
+        samples / ingest_seconds,
+        points / fetch_seconds,
+        samples / copy_seconds,
+    )
+    ratio = ingest_rate / min(fetch_rate, copy_rate)
+    print()
+    print(f"stored: {rows:,} rows, {samples:,} samples (non-NULL values)")
+    print(
+        f"ingest (fetch+normalise+store) : {ingest_rate:12,.0f} samples/s  ({ingest_seconds:.1f} s)"
+    )
+    print(
+        f"(a) fetch+decode only          : {fetch_rate:12,.0f} samples/s  ({points:,} points, {fetch_seconds:.1f} s)"
+    )
+    print(f"(b) raw binary COPY            : {copy_rate:12,.0f} samples/s  ({copy_seconds:.1f} s)")
+    print(
+        f"ratio ingest / min(a, b)       : {ratio:12.2f}   (goal >= 0.6)  {'OK' if ratio >= 0.6 else 'BELOW GOAL'}"
+    )
+    per_sample = size / samples if samples else float("nan")
+    print(
+        f"bytes per stored sample        : {per_sample:12.1f} B (goal <= 16, incl. indexes; "
+        f"{size / max(rows, 1):.0f} B/row)  {'OK' if per_sample <= 16 else 'ABOVE GOAL'}"
+    )
+
+
+if __name__ == "__main__":
+    main()

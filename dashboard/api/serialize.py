@@ -1,0 +1,124 @@
+"""Plain-JSON shapes of the dashboard's read results (what the endpoints answer)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from django.http import HttpResponse, JsonResponse
+
+from .. import alerting
+from ..queries import compact
+from ..summaries import Utilization
+
+
+def iso(moment: datetime | None) -> str | None:
+    """UTC ISO-8601 with a ``Z``, seconds precision (what the browser and tests compare)."""
+    if moment is None:
+        return None
+    return moment.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def bad_request(parameter: str, detail: str) -> JsonResponse:
+    """400 naming the parameter at fault."""
+    return JsonResponse(
+        {"error": "bad_request", "parameter": parameter, "detail": detail}, status=400
+    )
+
+
+def dumps(body: dict[str, Any]) -> str:
+    """Compact JSON (no spaces: the heatmap is the largest payload we send)."""
+    return json.dumps(body, separators=(",", ":"))
+
+
+def fast_json(body: dict[str, Any]) -> HttpResponse:
+    """A compact JSON response."""
+    return HttpResponse(dumps(body), content_type="application/json")
+
+
+def with_marks(heatmap_json: str, marks: dict[str, dict[str, Any]]) -> HttpResponse:
+    """A serialized heatmap (maybe cached) plus the current row marks of its nodes.
+
+    Marks change with alerts, not with ingest, so they are added after the cache.
+    """
+    nodes = set(
+        json.loads(
+            heatmap_json[heatmap_json.index('"nodes":') + 8 : heatmap_json.index(',"times":')]
+        )
+    )
+    present = {name: mark for name, mark in marks.items() if name in nodes}
+    body = heatmap_json[:-1] + ',"marks":' + dumps(present) + "}"
+    return HttpResponse(body, content_type="application/json")
+
+
+def _matrix(values: list[list[float | None]]) -> list[list[float | None]]:
+    return [[compact(v) for v in row] for row in values]
+
+
+def heatmap(result: Any, start: datetime, end: datetime) -> dict[str, Any]:
+    """The heatmap body: metric, unit, start, end, step, nodes, times, values (+ row marks)."""
+    body = {
+        "metric": result.metric,
+        "unit": result.unit,
+        "start": iso(start),
+        "end": iso(end),
+        "step": result.step,
+        "nodes": list(result.nodes),
+        "times": [iso(t) for t in result.times],
+        "values": _matrix(result.values),
+    }
+    return body
+
+
+def rails(result: Any, start: datetime, end: datetime) -> dict[str, Any]:
+    """The rails body: nodes × HCA ports (rails) aggregated over the window."""
+    return {
+        "metric": result.metric,
+        "unit": result.unit,
+        "start": iso(start),
+        "end": iso(end),
+        "nodes": list(result.nodes),
+        "ports": list(result.rails),
+        "values": _matrix(result.values),
+    }
+
+
+def utilization(result: Utilization) -> dict[str, Any]:
+    """Reported vs real utilization series and drift GPU-hours."""
+    return {
+        "start": iso(result.start),
+        "end": iso(result.end),
+        "step": result.step,
+        "times": [iso(t) for t in result.times],
+        "series": {name: {"util": u, "tensor": t} for name, (u, t) in result.series.items()},
+        "drift_gpu_hours": result.drift_gpu_hours,
+    }
+
+
+def plain(row: dict[str, Any]) -> dict[str, Any]:
+    """A flat row (alert, run, ingest family, queue) with datetimes as ISO strings."""
+    return {key: iso(value) if isinstance(value, datetime) else value for key, value in row.items()}
+
+
+alert = plain
+
+
+def alerts_block() -> dict[str, Any]:
+    """Whether alerting is available, counts per state and the firing alerts."""
+    return {
+        "available": alerting.available(),
+        "counts": alerting.counts(),
+        "firing": [alert(a) for a in alerting.firing()[:50]],
+    }
+
+
+def series_block(series: dict[str, dict[str, list]]) -> dict[str, dict[str, list]]:
+    """Per-device columns with ISO times."""
+    return {
+        device: {
+            key: [iso(t) for t in values] if key == "times" else values
+            for key, values in columns.items()
+        }
+        for device, columns in series.items()
+    }

@@ -1,0 +1,116 @@
+"""JSON endpoints under /api/v1/: thin like the pages (form → read → shape)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
+from ingest import selectors
+from ingest.models import Node
+
+from .. import alerting, summaries
+from ..forms import HeatmapForm, NodeForm, RailsForm, first_error
+from . import serialize
+from .cache import cached, heatmap_key
+from .registry import document
+
+
+@require_GET
+def heatmap(request: HttpRequest) -> HttpResponse:
+    """Rows = nodes, columns = time, one metric; rollups for long windows."""
+    form = HeatmapForm(request.GET)
+    if not form.is_valid():
+        return serialize.bad_request(*first_error(form))
+    span = form.time_range()
+    metric, sort = form.cleaned_data["metric"], form.cleaned_data["sort"]
+
+    def build() -> str:
+        result = selectors.heatmap(metric, span.start, span.end, span.step, sort)
+        return serialize.dumps(serialize.heatmap(result, span.start, span.end))
+
+    body = cached(heatmap_key(metric, sort, span.start, span.end, span.step), build)
+    return serialize.with_marks(body, alerting.node_marks())
+
+
+@require_GET
+def rails(request: HttpRequest) -> HttpResponse:
+    """Nodes × HCA ports for the window: one cell per port, to spot one bad cable."""
+    form = RailsForm(request.GET)
+    if not form.is_valid():
+        return serialize.bad_request(*first_error(form))
+    span = form.time_range()
+    result = selectors.rail_matrix(form.cleaned_data["metric"], span.start, span.end)
+    return serialize.fast_json(serialize.rails(result, span.start, span.end))
+
+
+def overview_body() -> dict[str, Any]:
+    """Everything the overview shows, as JSON-ready data."""
+    now = timezone.now()
+    end = now.replace(minute=now.minute - now.minute % 15, second=0, microsecond=0) + timedelta(
+        minutes=15
+    )
+    start = end - timedelta(hours=24)
+    states = summaries.node_states()
+    times, counts = summaries.pool_timeline(start, end)
+    return {
+        "generated_at": serialize.iso(now),
+        "nodes": {**states, "as_of": serialize.iso(states["as_of"])},
+        "alerts": serialize.alerts_block(),
+        "utilization": serialize.utilization(summaries.utilization(start, end, 900)),
+        "ingest": [serialize.plain(row) for row in summaries.family_health(now)],
+        "queues": [serialize.plain(row) for row in summaries.queue_summary()],
+        "pools": {"times": [serialize.iso(t) for t in times], "counts": counts},
+    }
+
+
+@require_GET
+def overview(request: HttpRequest) -> JsonResponse:
+    """Node states, alerts, reported vs real utilization, drift, ingest health, queues, pools."""
+    return JsonResponse(overview_body())
+
+
+@require_GET
+def node(request: HttpRequest, name: str) -> JsonResponse:
+    """One node: per-GPU and per-port series, XIDs, runs, alerts, pool and leaf switch."""
+    node = get_object_or_404(Node, name=name)
+    form = NodeForm(request.GET)
+    if not form.is_valid():
+        return serialize.bad_request(*first_error(form))
+    span = form.time_range()
+    return JsonResponse(
+        {
+            "node": {
+                "name": node.name,
+                "pool": node.pool,
+                "leaf_switch": node.leaf_switch,
+                "gpu_model": node.gpu_model,
+                "last_seen": serialize.iso(node.last_seen),
+            },
+            "start": serialize.iso(span.start),
+            "end": serialize.iso(span.end),
+            "step": span.step,
+            "gpus": serialize.series_block(
+                summaries.node_gpus(node, span.start, span.end, span.step)
+            ),
+            "ports": serialize.series_block(
+                summaries.node_ports(node, span.start, span.end, span.step)
+            ),
+            "xids": [
+                {"ts": serialize.iso(ts), "gpu": gpu, "code": code, "message": message}
+                for ts, gpu, code, message in summaries.node_xids(node, span.start, span.end)
+            ],
+            "runs": [serialize.plain(run) for run in summaries.node_runs(node)],
+            "alerts": [serialize.alert(a) for a in alerting.for_node(node.name)],
+        }  # fmt: skip
+    )
+
+
+@require_GET
+def openapi(request: HttpRequest) -> JsonResponse:
+    """The OpenAPI document of /api/v1/ (every registered endpoint)."""
+    return JsonResponse(document())

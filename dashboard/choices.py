@@ -1,0 +1,82 @@
+"""The dashboard's vocabulary in one place: heatmap metrics, windows, row orders, node states."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db import models
+
+
+class HeatmapMetric(models.TextChoices):
+    """Metric ids of the fabric heatmap (the ids of ``ingest.selectors.heatmap``)."""
+
+    IB_TX = "ib_tx", "IB transmit throughput"
+    IB_RX = "ib_rx", "IB receive throughput"
+    IB_XMIT_WAIT = "ib_xmit_wait", "IB xmit_wait"
+    IB_ERRORS = "ib_errors", "IB error increases"
+    IB_STATE = "ib_state", "IB active ports"
+    NVLINK_BW = "nvlink_bw", "NVLink bandwidth"
+    NVLINK_ERRORS = "nvlink_errors", "NVLink errors"
+    GPU_UTIL = "gpu_util", "GPU util (reported)"
+    TENSOR_ACTIVE = "tensor_active", "Tensor active (real)"
+    DRIFT = "drift", "Drift (util − tensor)"
+
+
+#: Metrics read from the InfiniBand family (the rest come from dcgm-exporter).
+IB_METRICS = frozenset({"ib_tx", "ib_rx", "ib_xmit_wait", "ib_errors", "ib_state"})
+
+
+class HeatmapSort(models.TextChoices):
+    """Row orders: by name, by leaf switch (a switch fault shows as a band), worst first."""
+
+    NAME = "name", "Name"
+    TOPOLOGY = "topology", "Topology (leaf switch)"
+    WORST = "worst", "Worst first"
+
+
+class Window(models.TextChoices):
+    """Relative time windows offered by every chart."""
+
+    H1 = "1h", "1 h"
+    H6 = "6h", "6 h"
+    H24 = "24h", "24 h"
+    D7 = "7d", "7 d"
+
+
+WINDOW_SPANS: dict[str, timedelta] = {
+    "1h": timedelta(hours=1),
+    "6h": timedelta(hours=6),
+    "24h": timedelta(hours=24),
+    "7d": timedelta(days=7),
+}
+
+#: Candidate heatmap steps (seconds): the smallest giving at most one column per few pixels wins.
+NICE_STEPS = (30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600)
+#: Pixels per heatmap column the step aims for.
+PIXELS_PER_COLUMN = 3
+#: Longest custom range the heatmap accepts.
+MAX_SPAN = timedelta(days=15)
+
+
+class NodeState(models.TextChoices):
+    """What the overview counts nodes by."""
+
+    HEALTHY = "healthy", "Healthy"
+    WARNING = "warning", "Warning"
+    CRITICAL = "critical", "Critical"
+    SILENCED = "silenced", "Silenced"
+    MISSING = "missing", "Missing"
+
+
+@dataclass(frozen=True)
+class DriftRule:
+    """When a GPU's 5-minute bucket counts as drifted: util says busy, tensor cores idle."""
+
+    util_min_percent: float = 50.0
+    tensor_max_ratio: float = 0.10
+
+
+DRIFT = DriftRule()
+#: A node not seen for this long is "missing".
+MISSING_AFTER = timedelta(minutes=5)

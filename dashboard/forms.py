@@ -1,0 +1,140 @@
+"""Query-string forms: every page and endpoint validates its parameters here."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from django import forms
+from django.utils import timezone
+
+from .choices import (
+    MAX_SPAN,
+    NICE_STEPS,
+    PIXELS_PER_COLUMN,
+    WINDOW_SPANS,
+    HeatmapMetric,
+    HeatmapSort,
+    Window,
+)
+
+
+@dataclass(frozen=True)
+class TimeRange:
+    """A resolved [start, end) range and the step its charts use."""
+
+    start: datetime
+    end: datetime
+    step: int
+
+    @property
+    def span(self) -> timedelta:
+        return self.end - self.start
+
+
+def step_for(span: timedelta, width: int) -> int:
+    """The smallest nice step giving at most one column per ``PIXELS_PER_COLUMN`` pixels."""
+    columns = max(width // PIXELS_PER_COLUMN, 1)
+    wanted = span.total_seconds() / columns
+    return next((step for step in NICE_STEPS if step >= wanted), NICE_STEPS[-1])
+
+
+def align_up(moment: datetime, step: int) -> datetime:
+    """``moment`` rounded up to a multiple of ``step`` seconds since the epoch (stable columns)."""
+    seconds = math.ceil(moment.timestamp() / step) * step
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+class RangeForm(forms.Form):
+    """A window (1h/6h/24h/7d) or a custom start/end, plus the plot width for the resolution."""
+
+    window = forms.ChoiceField(choices=Window.choices, required=False)
+    start = forms.DateTimeField(required=False)
+    end = forms.DateTimeField(required=False)
+    width = forms.IntegerField(required=False, min_value=100, max_value=8000)
+    step = forms.IntegerField(required=False, min_value=1, max_value=86400)
+    default_window = "24h"
+
+    def clean(self) -> dict[str, object]:
+        data = super().clean()
+        start, end = data.get("start"), data.get("end")
+        if (start is None) != (end is None) and not self.errors:
+            missing = "end" if end is None else "start"
+            self.add_error(
+                missing, f"{missing} is required when {'start' if end is None else 'end'} is given"
+            )
+        elif start is not None and end is not None:
+            if end <= start:
+                self.add_error("end", "end must be after start")
+            elif end - start > MAX_SPAN:
+                self.add_error("start", f"range longer than {MAX_SPAN.days} days")
+            elif data.get("window"):
+                self.add_error("window", "give either window or start/end, not both")
+        return data
+
+    def time_range(self) -> TimeRange:
+        """The validated range (call after ``is_valid()``)."""
+        data = self.cleaned_data
+        width = data.get("width") or 1200
+        if data.get("start") is not None:
+            start, end = data["start"], data["end"]
+            return TimeRange(start, end, data.get("step") or step_for(end - start, width))
+        span = WINDOW_SPANS[data.get("window") or self.default_window]
+        step = data.get("step") or step_for(span, width)
+        end = align_up(timezone.now(), step)
+        return TimeRange(end - span, end, step)
+
+
+class HeatmapForm(RangeForm):
+    """``/api/v1/heatmap`` and ``/fabric/``: metric, range, row order."""
+
+    metric = forms.ChoiceField(choices=HeatmapMetric.choices, required=False)
+    sort = forms.ChoiceField(choices=HeatmapSort.choices, required=False)
+
+    def clean_metric(self) -> str:
+        return self.cleaned_data.get("metric") or HeatmapMetric.IB_TX
+
+    def clean_sort(self) -> str:
+        return self.cleaned_data.get("sort") or HeatmapSort.NAME
+
+
+class RailsForm(RangeForm):
+    """``/api/v1/rails``: nodes × HCA ports for a window."""
+
+    metric = forms.ChoiceField(choices=HeatmapMetric.choices[:5], required=False)
+
+    def clean_metric(self) -> str:
+        return self.cleaned_data.get("metric") or HeatmapMetric.IB_ERRORS
+
+
+class NodeForm(RangeForm):
+    """Node detail: a window, optionally centred on ``at`` (a click on the heatmap)."""
+
+    at = forms.DateTimeField(required=False)
+    default_window = "6h"
+
+    def time_range(self) -> TimeRange:
+        at = self.cleaned_data.get("at")
+        if at is None or self.cleaned_data.get("start") is not None:
+            return super().time_range()
+        span = WINDOW_SPANS[self.cleaned_data.get("window") or "1h"]
+        width = self.cleaned_data.get("width") or 1200
+        start = at - span / 2
+        return TimeRange(
+            start, start + span, self.cleaned_data.get("step") or step_for(span, width)
+        )
+
+
+class AlertFilterForm(forms.Form):
+    """Alerts page filters: state, severity, free-text node/rule search."""
+
+    state = forms.CharField(required=False, max_length=32)
+    severity = forms.CharField(required=False, max_length=32)
+    q = forms.CharField(required=False, max_length=253)
+
+
+def first_error(form: forms.Form) -> tuple[str, str]:
+    """(parameter, message) of a form's first error, for 400 answers."""
+    field, errors = next(iter(form.errors.items()))
+    return field, str(errors[0])

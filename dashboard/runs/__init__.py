@@ -1,0 +1,1 @@
+"""Runs and queues: timelines, goodput, the checkpoint advisor, Kueue history."""

@@ -1,0 +1,208 @@
+"""Assemble what the overview and node pages show from the read APIs (no HTTP, no HTML here)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Max
+
+from ingest import selectors
+from ingest.models import Node, PodAssignment, PoolChange
+
+from . import alerting, queries
+from .choices import MISSING_AFTER, NodeState
+
+ROLLUP_HOURS = 5 / 60
+
+
+def node_states() -> dict[str, Any]:
+    """Nodes counted by state: missing (not seen lately), else their worst firing alert."""
+    rows = list(Node.objects.values_list("name", "last_seen"))
+    marks = alerting.node_marks()
+    counts = dict.fromkeys(NodeState.values, 0)
+    reference = max((seen for _, seen in rows), default=None)
+    for name, seen in rows:
+        if reference is not None and seen < reference - MISSING_AFTER:
+            counts[NodeState.MISSING] += 1
+        else:
+            counts[marks[name]["state"] if name in marks else NodeState.HEALTHY] += 1
+    return {"total": len(rows), "by_state": counts, "as_of": reference}
+
+
+@dataclass
+class Utilization:
+    """Reported vs real utilization per pool and cluster-wide, and GPU-hours lost to drift."""
+
+    start: datetime
+    end: datetime
+    step: int
+    times: list[datetime]
+    series: dict[str, tuple[list[float | None], list[float | None]]]
+    drift_gpu_hours: dict[str, float]
+
+
+def _ratio(total: float, count: int) -> float | None:
+    return round(total / count, 2) if count else None
+
+
+def utilization(start: datetime, end: datetime, step: int) -> Utilization:
+    """GPU util (reported) against tensor active (real), averaged over GPUs, per ``step``."""
+    columns = int((end - start).total_seconds() // step)
+    times = [start + timedelta(seconds=step * i) for i in range(columns)]
+    index = {t: i for i, t in enumerate(times)}
+    sums: dict[str, list[list[float]]] = defaultdict(lambda: [[0.0, 0.0, 0] for _ in times])
+    lost: dict[str, float] = defaultdict(float)
+    for bucket, pool, util, tensor, count, drifted in queries.utilization_by_pool(start, end, step):
+        if bucket not in index:
+            continue
+        for name in (pool, "cluster"):
+            cell = sums[name][index[bucket]]
+            cell[0] += util or 0.0
+            cell[1] += tensor or 0.0
+            cell[2] += count
+            lost[name] += drifted * ROLLUP_HOURS
+    series = {
+        name: ([_ratio(c[0], c[2]) for c in cells], [_ratio(c[1], c[2]) for c in cells])
+        for name, cells in sorted(sums.items(), key=lambda item: item[0] != "cluster")
+    }
+    return Utilization(start, end, step, times, series, {k: round(v, 1) for k, v in lost.items()})
+
+
+def pool_timeline(start: datetime, end: datetime) -> tuple[list[datetime], dict[str, list[int]]]:
+    """Node counts per pool as a step function over [start, end] (PoolChange, else Node.pool)."""
+    current = dict(Node.objects.values_list("id", "pool"))
+    before = PoolChange.objects.filter(ts__lt=start).order_by("node_id", "-ts").distinct("node_id")
+    inside = list(PoolChange.objects.filter(ts__gte=start, ts__lte=end).order_by("ts"))
+    pool_of = {node_id: pool for node_id, pool in current.items()}
+    first_inside: dict[int, str] = {}
+    for change in inside:
+        first_inside.setdefault(change.node_id, change.pool)
+    pool_of.update(first_inside)
+    pool_of.update({c.node_id: c.pool for c in before})
+    pools = sorted(set(pool_of.values()) | {c.pool for c in inside})
+    times = [start]
+    counts = {p: [sum(1 for v in pool_of.values() if v == p)] for p in pools}
+    for change in inside:
+        pool_of[change.node_id] = change.pool
+        times.append(change.ts)
+        for p in pools:
+            counts[p].append(sum(1 for v in pool_of.values() if v == p))
+    times.append(end)
+    for p in pools:
+        counts[p].append(counts[p][-1])
+    return times, counts
+
+
+def family_health(now: datetime) -> list[dict[str, Any]]:
+    """Ingest health per family; stale when the last success is older than three intervals."""
+    stale_after = timedelta(seconds=3 * settings.INGEST_INTERVAL_SECONDS)
+    rows = []
+    for health in selectors.family_health():
+        stale = health.last_success is None or now - health.last_success > stale_after
+        rows.append(
+            {
+                "family": health.family,
+                "last_success": health.last_success,
+                "lag_seconds": health.lag_seconds,
+                "rows": health.rows,
+                "errors": health.errors,
+                "last_error": health.last_error[:300],
+                "ok": not stale and not health.errors,
+            }
+        )
+    return rows
+
+
+def queue_summary() -> list[dict[str, Any]]:
+    """Latest Kueue sample per ClusterQueue."""
+    keys = ("queue", "ts", "pending_active", "pending_inadmissible", "admitted_active", "wait_p95")
+    return [dict(zip(keys, row, strict=True)) for row in queries.latest_queues()]
+
+
+def _sum(*values: float | None) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
+def _device_columns(result: Any, derived: dict[str, Any]) -> dict[str, dict[str, list]]:
+    """NodeSeries → {device: {"times": [...], name: [...]}} with ``derived`` columns computed per step."""
+    out: dict[str, dict[str, list]] = {}
+    for device, columns in result.series.items():
+        rows = [
+            dict(zip(columns, values, strict=True))
+            for values in zip(*columns.values(), strict=True)
+        ]
+        out[device] = {"times": list(result.times)}
+        for name, compute in derived.items():
+            out[device][name] = [queries.compact(compute(row)) for row in rows]
+    return out
+
+
+def node_gpus(node: Node, start: datetime, end: datetime, step: int) -> dict[str, dict[str, list]]:
+    """Per-GPU columns: util %, tensor %, power W, NVLink bytes/s and error increases."""
+    result = selectors.node_gpu_series(node.name, start, end, step)
+    return _device_columns(result, {
+        "util": lambda r: r["util"],
+        "tensor": lambda r: None if r["tensor"] is None else r["tensor"] * 100,
+        "power": lambda r: r["power"],
+        "nvlink_bw": lambda r: r["nvlink_bw"],
+        "nvlink_errors": lambda r: _sum(r["nvlink_crc_flit"], r["nvlink_crc_data"], r["nvlink_replay"],
+                                        r["nvlink_recovery"]),
+    })  # fmt: skip
+
+
+def node_ports(node: Node, start: datetime, end: datetime, step: int) -> dict[str, dict[str, list]]:
+    """Per-port columns: tx+rx bytes/s, xmit_wait ticks/s, error increases."""
+    result = selectors.node_ib_series(node.name, start, end, step)
+    return _device_columns(result, {
+        "throughput": lambda r: _sum(r["tx_bytes"], r["rx_bytes"]),
+        "xmit_wait": lambda r: r["xmit_wait"],
+        "errors": lambda r: _sum(r["symbol_errors"], r["link_downed"], r["link_error_recovery"], r["rcv_errors"],
+                                 r["local_link_integrity"], r["excessive_buffer_overrun"]),
+    })  # fmt: skip
+
+
+def node_xids(node: Node, start: datetime, end: datetime) -> list[tuple[datetime, int, int, str]]:
+    """XID events of the node in the range: (ts, gpu, code, message)."""
+    return [
+        (x.ts, x.gpu, x.code, x.message) for x in selectors.xid_events(node.name, start, end)[:500]
+    ]
+
+
+def node_runs(node: Node, limit: int = 50) -> list[dict[str, Any]]:
+    """Runs whose pods held the node, newest first: job, pod, when."""
+    assignments = (
+        PodAssignment.objects.filter(node=node)
+        .select_related("pod__job")
+        .order_by("-last_seen")[:limit]
+    )
+    return [
+        {
+            "namespace": a.pod.namespace,
+            "job": a.pod.job.name if a.pod.job else None,
+            "pod": a.pod.name,
+            "first_seen": a.first_seen,
+            "last_seen": a.last_seen,
+        }
+        for a in assignments
+    ]
+
+
+def node_list() -> list[dict[str, Any]]:
+    """Every node with pool, leaf switch, last seen and its worst firing alert."""
+    marks = alerting.node_marks()
+    reference = Node.objects.aggregate(latest=Max("last_seen"))["latest"]
+    rows = []
+    for node in Node.objects.all():
+        missing = reference is not None and node.last_seen < reference - MISSING_AFTER
+        state = (
+            NodeState.MISSING
+            if missing
+            else marks.get(node.name, {}).get("state", NodeState.HEALTHY)
+        )
+        rows.append({"node": node, "state": state})
+    return rows

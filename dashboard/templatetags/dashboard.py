@@ -1,0 +1,51 @@
+"""Template helpers: links to node pages (names are untrusted label values)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from urllib.parse import quote
+
+from django import template
+
+from ..api.serialize import iso
+
+register = template.Library()
+
+
+@register.filter
+def node_url(name: str, at: datetime | str | None = None) -> str:
+    """``/nodes/<name>/`` with the name percent-encoded, optionally ``?at=`` a time."""
+    url = f"/nodes/{quote(str(name), safe='')}/"
+    if at:
+        url += "?at=" + quote(at if isinstance(at, str) else iso(at) or "")
+    return url
+
+
+@register.filter
+def run_url(namespace: str, name: str | None) -> str:
+    """``/runs/<namespace>/<name>/`` percent-encoded."""
+    return f"/runs/{quote(str(namespace), safe='')}/{quote(str(name or ''), safe='')}/"
+
+
+@register.filter
+def duration(seconds: float | None) -> str:
+    """A lag in seconds, humanised (``42 s``, ``3.5 min``, ``2.1 h``)."""
+    if seconds is None:
+        return "—"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+@register.filter
+def get_item(mapping: dict, key: str) -> object:
+    """``mapping[key]`` in a template (None when absent)."""
+    return mapping.get(key) if isinstance(mapping, dict) else None
+
+
+@register.filter
+def split(value: str) -> list[str]:
+    """Whitespace-split a literal list in a template."""
+    return value.split()

@@ -1,0 +1,80 @@
+"""``POST /api/v1/runs/<namespace>/<name>/checkpoints``: a training job reports a saved checkpoint.
+
+Answers: 201 created, 200 already known (same step), 400 bad payload (naming the field),
+401 no token, 403 token without the ``checkpoints`` scope, 404 unknown run (unless the token
+may create runs). Authentication itself is ``core.auth.BearerTokenMiddleware``'s job.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.http import require_POST
+
+from core.auth import unauthorized
+from core.models import APIToken
+
+from .checkpoint_push import PayloadError, RunNotFound, parse_push, push_checkpoint
+from .models import Checkpoint
+
+MAX_BODY_BYTES = 64 * 1024
+
+
+def checkpoint_json(checkpoint: Checkpoint) -> dict[str, object]:
+    """The API shape of one checkpoint."""
+    return {
+        "step": checkpoint.step,
+        "time": checkpoint.ts.isoformat(),
+        "duration_seconds": checkpoint.duration_seconds,
+        "bytes": checkpoint.bytes,
+        "path": checkpoint.path,
+        "source": checkpoint.source,
+    }
+
+
+def _bad_request(field: str, message: str) -> JsonResponse:
+    return JsonResponse({"error": "invalid", "field": field, "detail": message}, status=400)
+
+
+def _decode(request: HttpRequest) -> object:
+    if len(request.body) > MAX_BODY_BYTES:
+        raise PayloadError("body", f"must be at most {MAX_BODY_BYTES} bytes")
+    try:
+        return json.loads(request.body or b"null")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise PayloadError("body", "must be valid JSON") from exc
+
+
+@require_POST
+def push(request: HttpRequest, namespace: str, name: str) -> JsonResponse:
+    """Record one checkpoint of a run, idempotently per step."""
+    token: APIToken | None = getattr(request, "api_token", None)
+    if token is None:
+        return unauthorized("a bearer token is required to push checkpoints")
+    if not token.allows(APIToken.Scope.CHECKPOINTS):
+        return JsonResponse(
+            {"error": "forbidden", "detail": "token lacks the 'checkpoints' scope"}, status=403
+        )
+    try:
+        checkpoint_push = parse_push(_decode(request))
+        result = push_checkpoint(
+            namespace,
+            name,
+            checkpoint_push,
+            create_run=token.allows(APIToken.Scope.CREATE_RUNS),
+        )
+    except PayloadError as exc:
+        return _bad_request(exc.field, exc.message)
+    except RunNotFound:
+        return JsonResponse(
+            {"error": "not_found", "detail": f"no run {namespace}/{name}"}, status=404
+        )
+    job = result.checkpoint.job
+    body = {
+        "run": {"namespace": job.namespace, "name": job.name, "state": job.state},
+        "checkpoint": checkpoint_json(result.checkpoint),
+        "created": result.created,
+        "run_created": result.run_created,
+    }
+    return JsonResponse(body, status=201 if result.created else 200)

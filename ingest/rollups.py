@@ -1,0 +1,80 @@
+"""5-minute rollups of the raw GPU and IB samples, kept far longer than raw data.
+
+A rollup row at ``ts`` summarises the raw rows with ``ts <= raw.ts < ts + 5 min``:
+gauges and rates are averaged, increases summed, link state is the minimum
+(a port that dropped inside the bucket shows it), the saturation mask is the
+bitwise OR. Refreshing recomputes whole buckets from raw rows, so it is
+idempotent and a bucket completed over two cycles ends up right.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.db import connection
+
+from .partitions import ROLLUP_TABLES, ensure_partitions
+from .store import GPU_VALUE_COLUMNS, IB_VALUE_COLUMNS
+
+BUCKET = timedelta(minutes=5)
+GPU_SUMS = {"nvlink_crc_flit", "nvlink_crc_data", "nvlink_replay", "nvlink_recovery"}
+IB_SUMS = {
+    "symbol_errors", "link_downed", "link_error_recovery", "rcv_errors",
+    "local_link_integrity", "excessive_buffer_overrun",
+}  # fmt: skip
+IB_MINS = {"state", "phys_state"}
+
+
+def _aggregate(column: str, sums: set[str]) -> str:
+    if column in sums:
+        return f"sum({column})"
+    if column in IB_MINS:
+        return f"min({column})"
+    if column == "saturated":
+        return "bit_or(saturated)"
+    return f"avg({column})"
+
+
+def _refresh_sql(
+    raw: str, rollup: str, keys: tuple[str, ...], values: tuple[str, ...], sums: set[str]
+) -> str:
+    aggregates = ", ".join(_aggregate(c, sums) for c in values)
+    updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in values)
+    key_list = ", ".join(keys)
+    return (
+        f"INSERT INTO {rollup} (ts, {key_list}, {', '.join(values)}) "
+        f"SELECT date_bin('5 minutes', ts, 'epoch'::timestamptz) AS bucket, {key_list}, {aggregates} "
+        f"FROM {raw} WHERE ts >= %s AND ts < %s GROUP BY bucket, {key_list} "
+        f"ON CONFLICT ({_pk(keys)}) "
+        f"DO UPDATE SET {updates}"
+    )
+
+
+def _pk(keys: tuple[str, ...]) -> str:
+    return "port_id, ts" if "port_id" in keys else "node_id, gpu, ts"
+
+
+GPU_REFRESH = _refresh_sql(
+    "ingest_gpusample", "ingest_gpurollup", ("node_id", "gpu"), GPU_VALUE_COLUMNS, GPU_SUMS
+)
+IB_REFRESH = _refresh_sql(
+    "ingest_ibsample", "ingest_ibrollup", ("port_id", "node_id"), IB_VALUE_COLUMNS, IB_SUMS
+)
+
+
+def bucket_start(moment: datetime) -> datetime:
+    """The start of the 5-minute bucket holding ``moment``."""
+    epoch_seconds = int(moment.timestamp())
+    return moment - timedelta(seconds=epoch_seconds % 300, microseconds=moment.microsecond)
+
+
+def refresh(family: str, start: datetime, end: datetime) -> int:
+    """Recompute the rollup buckets touching raw rows in [start, end]; returns rows written."""
+    sql = {"gpu": GPU_REFRESH, "ib": IB_REFRESH}.get(family)
+    if sql is None:
+        return 0
+    low, high = bucket_start(start), bucket_start(end) + BUCKET
+    ensure_partitions(low, high, ROLLUP_TABLES)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [low, high])
+        return cursor.rowcount

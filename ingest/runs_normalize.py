@@ -1,0 +1,200 @@
+"""Pure normalisation of the runs family: kube-state-metrics pod series → jobs, pods, events.
+
+Input is the decoded answers of the ``queries.RUNS`` range queries, whose first
+point (the window start) is the baseline. Output is what ``RunsSource.store``
+writes. No I/O here, so every rule is unit-testable with recorded JSON.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from .models import Job, RunEvent
+from .prometheus import Series
+from .stepseries import continuous_runs, counter_increases
+
+PodKey = tuple[str, str]
+JobKey = tuple[str, str]
+
+#: Pod phases → the job state they imply, strongest first.
+_STATE_ORDER = (
+    ("Running", Job.State.RUNNING),
+    ("Pending", Job.State.PENDING),
+    ("Failed", Job.State.FAILED),
+    ("Succeeded", Job.State.SUCCEEDED),
+)
+_EVENT_OF_STATE = {
+    Job.State.RUNNING: RunEvent.Kind.STARTED,
+    Job.State.SUCCEEDED: RunEvent.Kind.SUCCEEDED,
+    Job.State.FAILED: RunEvent.Kind.FAILED,
+}
+_EVENT_OF_REASON = {"Evicted": RunEvent.Kind.EVICTED, "Preempted": RunEvent.Kind.PREEMPTED,
+                    "Preempting": RunEvent.Kind.PREEMPTED}  # fmt: skip
+
+
+def job_state(phases: Iterable[str]) -> str:
+    """A job's state from its pods' phases: any running → running, then pending, failed, succeeded."""
+    present = set(phases)
+    for phase, state in _STATE_ORDER:
+        if phase in present:
+            return state
+    return Job.State.UNKNOWN
+
+
+@dataclass
+class PodObs:
+    """A pod over the window."""
+
+    job: JobKey
+    first: float
+    last: float
+    phase: str = ""
+    restarts: int | None = None
+
+
+@dataclass
+class JobObs:
+    """A job over the window; ``state`` is its state at ``state_ts``."""
+
+    first: float
+    last: float
+    local_queue: str = ""
+    state: str = ""
+    state_ts: float = 0.0
+
+
+@dataclass
+class RunsData:
+    """Everything the runs store writes for one window (unix-second timestamps)."""
+
+    jobs: dict[JobKey, JobObs] = field(default_factory=dict)
+    pods: dict[PodKey, PodObs] = field(default_factory=dict)
+    assignments: list[tuple[PodKey, str, float, float]] = field(default_factory=list)
+    events: dict[tuple[JobKey, float, str, str], str] = field(default_factory=dict)
+    started_hints: dict[JobKey, float] = field(default_factory=dict)
+    nodes: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def see_node(self, node: str, first: float, last: float) -> None:
+        """Widen a node's first/last seen."""
+        a, b = self.nodes.get(node, (first, last))
+        self.nodes[node] = (min(a, first), max(b, last))
+
+
+def _key(series: Series) -> PodKey | None:
+    ns, pod = series.labels.get("namespace", "")[:253], series.labels.get("pod", "")[:253]
+    return (ns, pod) if ns and pod else None
+
+
+def add_pod_info(data: RunsData, series: list[Series], step: float) -> int:
+    """Pods, their jobs and node intervals from kube_pod_info; returns points skipped."""
+    skipped = 0
+    per_node: dict[tuple[PodKey, str], set[float]] = defaultdict(set)
+    for item in series:
+        key, job_name = _key(item), item.labels.get("created_by_name", "")[:253]
+        if key is None or not job_name:
+            skipped += len(item.points)
+            continue
+        stamps = [ts for ts, _ in item.points]
+        pod = data.pods.setdefault(key, PodObs((key[0], job_name), stamps[0], stamps[-1]))
+        pod.first, pod.last = min(pod.first, stamps[0]), max(pod.last, stamps[-1])
+        job = data.jobs.setdefault(pod.job, JobObs(pod.first, pod.last))
+        job.first, job.last = min(job.first, pod.first), max(job.last, pod.last)
+        if item.labels.get("node"):
+            per_node[(key, item.labels["node"][:253])].update(stamps)
+    for (key, node), stamps in sorted(per_node.items()):
+        for first, last in continuous_runs(stamps, step):
+            data.assignments.append((key, node, first, last))
+            data.see_node(node, first, last)
+    return skipped
+
+
+def add_queues(data: RunsData, series: list[Series]) -> None:
+    """Each job's LocalQueue from its pods' ``label_kueue_x_k8s_io_queue_name``."""
+    for item in series:
+        key, queue = _key(item), item.labels.get("label_kueue_x_k8s_io_queue_name", "")
+        if key in data.pods and queue:
+            data.jobs[data.pods[key].job].local_queue = queue[:253]
+
+
+def add_phases(data: RunsData, series: list[Series], start: float) -> None:
+    """Pod phases; job states per step and their transitions as started/succeeded/failed events."""
+    by_job_step: dict[JobKey, dict[float, list[str]]] = defaultdict(lambda: defaultdict(list))
+    latest: dict[PodKey, tuple[float, str]] = {}
+    for item in series:
+        key, phase = _key(item), item.labels.get("phase", "")
+        if key not in data.pods or not phase:
+            continue
+        for ts, _value in item.points:
+            by_job_step[data.pods[key].job][ts].append(phase)
+            if ts >= latest.get(key, (-1.0, ""))[0]:
+                latest[key] = (ts, phase)
+    for key, (_ts, phase) in latest.items():
+        data.pods[key].phase = phase
+    for job_key, steps in by_job_step.items():
+        _job_transitions(data, job_key, steps, start)
+
+
+def _job_transitions(
+    data: RunsData, job_key: JobKey, steps: Mapping[float, list[str]], start: float
+) -> None:
+    previous: str | None = None
+    for ts in sorted(steps):
+        state = job_state(steps[ts])
+        if ts <= start:
+            if state == Job.State.RUNNING:
+                data.started_hints[job_key] = ts
+        elif state != previous and state in _EVENT_OF_STATE:
+            data.events[(job_key, ts, _EVENT_OF_STATE[state], "")] = ""
+        previous = state
+        job = data.jobs[job_key]
+        if ts >= job.state_ts:
+            job.state, job.state_ts = state, ts
+
+
+def add_restarts(
+    data: RunsData, series: list[Series], start: float, reasons: Mapping[PodKey, str]
+) -> None:
+    """A rise of a pod's restart count is a crash: one ``restart`` event at that step."""
+    for item in series:
+        key = _key(item)
+        if key not in data.pods or not item.points:
+            continue
+        pod = data.pods[key]
+        pod.restarts = int(item.points[-1][1])
+        for ts, increase in counter_increases(item.points, start):
+            if increase > 0:
+                detail = f"restart count {_count_at(item, ts)}"
+                if reasons.get(key):
+                    detail += f"; last terminated: {reasons[key]}"
+                data.events[(pod.job, ts, RunEvent.Kind.RESTART, key[1])] = detail[:500]
+
+
+def _count_at(item: Series, ts: float) -> int:
+    return int(next(v for t, v in item.points if t == ts))
+
+
+def add_reasons(data: RunsData, series: list[Series], start: float, step: float) -> None:
+    """Evicted / preempted pods (kube_pod_status_reason) as events at the first step seen."""
+    for item in series:
+        key, kind = _key(item), _EVENT_OF_REASON.get(item.labels.get("reason", ""))
+        if key not in data.pods or kind is None:
+            continue
+        stamps = [ts for ts, _ in item.points]
+        for first, _last in continuous_runs(stamps, step):
+            if first > start:
+                data.events[(data.pods[key].job, first, kind, key[1])] = item.labels["reason"]
+
+
+def terminated_reasons(series: list[Series]) -> dict[PodKey, str]:
+    """The last terminated reason of each pod's containers (newest point wins)."""
+    reasons: dict[PodKey, tuple[float, str]] = {}
+    for item in series:
+        key = _key(item)
+        if key is None or not item.points or not item.labels.get("reason"):
+            continue
+        ts = item.points[-1][0]
+        if ts >= reasons.get(key, (-1.0, ""))[0]:
+            reasons[key] = (ts, item.labels["reason"][:100])
+    return {key: reason for key, (_ts, reason) in reasons.items()}

@@ -1,0 +1,406 @@
+"""The read API other apps use (dashboard, alerts): plain structures, no ORM objects.
+
+Raw samples or 5-minute rollups are chosen by ``use_rollup``: rollups when the
+window is longer than 12 h or the requested resolution is ≥ 300 s. Time
+bucketing happens in SQL (``date_bin`` from the window start); a bucket is
+labelled by its start. Node aggregation per heatmap metric is documented in
+``HEATMAP_METRICS``: "inner" combines a node's GPUs/ports at one timestamp,
+"outer" combines the timestamps of a bucket.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
+
+from django.db import connection
+
+from .health import current_lags
+from .models import FamilyHealth, XidEvent
+from .store import GPU_VALUE_COLUMNS, IB_VALUE_COLUMNS
+
+ROLLUP_WINDOW = timedelta(hours=12)
+ROLLUP_STEP_SECONDS = 300
+IB_ERROR_SUM = (
+    "coalesce(symbol_errors,0) + coalesce(link_downed,0) + coalesce(link_error_recovery,0) + "
+    "coalesce(rcv_errors,0) + coalesce(local_link_integrity,0) + coalesce(excessive_buffer_overrun,0)"
+)
+NVLINK_ERROR_SUM = (
+    "coalesce(nvlink_crc_flit,0) + coalesce(nvlink_crc_data,0) + coalesce(nvlink_replay,0) + "
+    "coalesce(nvlink_recovery,0)"
+)
+
+
+@dataclass(frozen=True)
+class HeatmapMetric:
+    """How a metric becomes one number per node and bucket."""
+
+    family: str  # "gpu" or "ib": which table
+    inner: str  # SQL aggregate over the node's GPUs/ports at one ts
+    outer: str  # SQL aggregate of the inner values over the bucket's timestamps: avg, sum, min, max
+    unit: str
+    worst: str  # "high" or "low": which end sorts first with sort="worst"
+    per_device: str  # SQL expression per GPU/port for rail_matrix (aggregated with ``outer``)
+
+
+HEATMAP_METRICS: dict[str, HeatmapMetric] = {
+    # mean utilisation of the node's GPUs, percent
+    "gpu_util": HeatmapMetric("gpu", "avg(util)", "avg", "%", "low", "util"),
+    # mean tensor-core activity of the node's GPUs, ratio 0..1
+    "tensor_active": HeatmapMetric("gpu", "avg(tensor)", "avg", "ratio", "low", "tensor"),
+    # mean of (util/100 − tensor) over GPUs: "busy" GPUs whose tensor cores idle (hung collective)
+    "drift": HeatmapMetric("gpu", "avg(util / 100.0 - tensor)", "avg", "ratio", "high", "util / 100.0 - tensor"),
+    # NVLink bytes/s summed over the node's GPUs
+    "nvlink_bw": HeatmapMetric("gpu", "sum(nvlink_bw)", "avg", "B/s", "low", "nvlink_bw"),
+    # NVLink error increases (all four counters) summed over GPUs and over the bucket
+    "nvlink_errors": HeatmapMetric("gpu", f"sum({NVLINK_ERROR_SUM})", "sum", "errors", "high", NVLINK_ERROR_SUM),
+    # IB transmit / receive bytes/s summed over the node's ports
+    "ib_tx": HeatmapMetric("ib", "sum(tx_bytes)", "avg", "B/s", "low", "tx_bytes"),
+    "ib_rx": HeatmapMetric("ib", "sum(rx_bytes)", "avg", "B/s", "low", "rx_bytes"),
+    # xmit_wait ticks/s summed over ports (congestion)
+    "ib_xmit_wait": HeatmapMetric("ib", "sum(xmit_wait)", "avg", "ticks/s", "high", "xmit_wait"),
+    # the six IB error counters' increases summed over ports and over the bucket
+    "ib_errors": HeatmapMetric("ib", f"sum({IB_ERROR_SUM})", "sum", "errors", "high", IB_ERROR_SUM),
+    # active ports (state 4) of the node; the bucket shows its minimum (a flap shows)
+    "ib_state": HeatmapMetric("ib", "count(*) FILTER (WHERE state = 4)", "min", "ports", "low",
+                              "CASE WHEN state = 4 THEN 1 ELSE 0 END"),
+}  # fmt: skip
+
+
+class HeatmapMatrix(NamedTuple):
+    """``values[i][j]`` is node ``nodes[i]`` in the bucket starting ``times[j]`` (None: no data)."""
+
+    metric: str
+    unit: str
+    nodes: list[str]
+    times: list[datetime]
+    values: list[list[float | None]]
+    step: int
+    source: str  # "raw" or "rollup"
+
+
+class RailMatrix(NamedTuple):
+    """``values[i][j]``: node ``nodes[i]``, rail ``rails[j]`` (IB device or GPU index), over the window."""
+
+    metric: str
+    unit: str
+    nodes: list[str]
+    rails: list[str]
+    values: list[list[float | None]]
+
+
+class NodeSeries(NamedTuple):
+    """Per-device series of one node: ``series[device][column][j]`` at ``times[j]``."""
+
+    node: str
+    times: list[datetime]
+    series: dict[str, dict[str, list[float | None]]]
+    step: int
+    source: str
+
+
+class GpuRow(NamedTuple):
+    """One raw GPU sample for the alert rules."""
+
+    node: str
+    gpu: int
+    ts: datetime
+    util: float | None
+    tensor: float | None
+    sm: float | None
+    dram: float | None
+    power: float | None
+    temp: float | None
+    nvlink_bw: float | None
+    nvlink_crc_flit: float | None
+    nvlink_crc_data: float | None
+    nvlink_replay: float | None
+    nvlink_recovery: float | None
+
+
+class IbRow(NamedTuple):
+    """One raw IB port sample for the alert rules (column meanings as ``IbSample``)."""
+
+    node: str
+    device: str
+    port: int
+    ts: datetime
+    tx_bytes: float | None
+    rx_bytes: float | None
+    tx_packets: float | None
+    rx_packets: float | None
+    xmit_wait: float | None
+    symbol_errors: float | None
+    link_downed: float | None
+    link_error_recovery: float | None
+    rcv_errors: float | None
+    local_link_integrity: float | None
+    excessive_buffer_overrun: float | None
+    rate: float | None
+    state: int | None
+    phys_state: int | None
+    saturated: int
+
+
+def use_rollup(start: datetime, end: datetime, step: int | None = None) -> bool:
+    """Rollups for windows over 12 h or resolutions of 300 s and more."""
+    return end - start > ROLLUP_WINDOW or (step is not None and step >= ROLLUP_STEP_SECONDS)
+
+
+def _table(family: str, rollup: bool) -> str:
+    return f"ingest_{family}{'rollup' if rollup else 'sample'}"
+
+
+def _bucket_times(start: datetime, end: datetime, step: int) -> list[datetime]:
+    count = max(1, -(-int((end - start).total_seconds()) // step))
+    return [start + timedelta(seconds=step * i) for i in range(count)]
+
+
+def _fetch(sql: str, params: dict | list) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def heatmap(
+    metric: str, start: datetime, end: datetime, step: int, sort: str = "name"
+) -> HeatmapMatrix:
+    """Nodes × time buckets of ``metric`` (see HEATMAP_METRICS); sort: name | topology | worst.
+
+    One SQL query buckets and aggregates; only nodes with data in the window appear.
+    """
+    spec, rollup = HEATMAP_METRICS[metric], use_rollup(start, end, step)
+    step = max(step, ROLLUP_STEP_SECONDS) if rollup else step
+    rows = _fetch(
+        f"""
+        WITH per_ts AS (
+            SELECT node_id, date_bin(%(step)s, ts, %(start)s) AS bucket, {spec.inner} AS v
+            FROM {_table(spec.family, rollup)} WHERE ts >= %(start)s AND ts < %(end)s
+            GROUP BY node_id, bucket, ts)
+        SELECT n.name, n.leaf_switch, p.bucket, {spec.outer}(p.v)
+        FROM per_ts p JOIN ingest_node n ON n.id = p.node_id GROUP BY n.name, n.leaf_switch, p.bucket
+        """,
+        {"step": timedelta(seconds=step), "start": start, "end": end},
+    )
+    times = _bucket_times(start, end, step)
+    column = {t: j for j, t in enumerate(times)}
+    matrix: dict[str, list[float | None]] = {}
+    leaves: dict[str, str] = {}
+    for name, leaf, bucket, value in rows:
+        leaves[name] = leaf
+        values = matrix.setdefault(name, [None] * len(times))
+        if bucket in column:
+            values[column[bucket]] = value
+    nodes = _sorted_nodes(matrix, leaves, sort, spec.worst)
+    return HeatmapMatrix(
+        metric,
+        spec.unit,
+        nodes,
+        times,
+        [matrix[n] for n in nodes],
+        step,
+        "rollup" if rollup else "raw",
+    )
+
+
+def _sorted_nodes(
+    matrix: dict[str, list], leaves: dict[str, str], sort: str, worst: str
+) -> list[str]:
+    if sort == "topology":
+        return sorted(matrix, key=lambda n: (leaves.get(n) or "~", n))
+    if sort == "worst":
+        sign = -1 if worst == "high" else 1
+
+        def badness(name: str) -> tuple[float, str]:
+            known = [v for v in matrix[name] if v is not None]
+            return (sign * sum(known) / len(known) if known else float("inf"), name)
+
+        return sorted(matrix, key=badness)
+    return sorted(matrix)
+
+
+def rail_matrix(metric: str, start: datetime, end: datetime) -> RailMatrix:
+    """Nodes × rails (IB device or GPU index) of ``metric`` over the whole window.
+
+    Per device the window's values are combined with the metric's ``outer``
+    aggregate (mean for rates/gauges, total for errors, minimum for state).
+    """
+    spec, rollup = HEATMAP_METRICS[metric], use_rollup(start, end)
+    device = "p.device" if spec.family == "ib" else "s.gpu::text"
+    join = "JOIN ingest_ibport p ON p.id = s.port_id" if spec.family == "ib" else ""
+    rows = _fetch(
+        f"SELECT n.name, {device}, {spec.outer}({spec.per_device}) FROM {_table(spec.family, rollup)} s {join} "
+        f"JOIN ingest_node n ON n.id = s.node_id WHERE s.ts >= %s AND s.ts < %s GROUP BY 1, 2",
+        [start, end],
+    )
+    rails = sorted({r[1] for r in rows}, key=lambda d: (len(d), d))
+    nodes = sorted({r[0] for r in rows})
+    index = {(name, rail): value for name, rail, value in rows}
+    values = [[index.get((n, r)) for r in rails] for n in nodes]
+    return RailMatrix(metric, spec.unit, nodes, rails, values)
+
+
+def _node_series(node: str, family: str, start: datetime, end: datetime, step: int) -> NodeSeries:
+    rollup = use_rollup(start, end, step)
+    step = max(step, ROLLUP_STEP_SECONDS) if rollup else step
+    columns = GPU_VALUE_COLUMNS if family == "gpu" else IB_VALUE_COLUMNS
+    device = "s.gpu::text" if family == "gpu" else "p.device"
+    join = "JOIN ingest_ibport p ON p.id = s.port_id" if family == "ib" else ""
+    aggregates = ", ".join(f"avg(s.{c})" for c in columns)
+    rows = _fetch(
+        f"SELECT {device}, date_bin(%(step)s, s.ts, %(start)s) AS bucket, {aggregates} "
+        f"FROM {_table(family, rollup)} s {join} JOIN ingest_node n ON n.id = s.node_id "
+        f"WHERE n.name = %(node)s AND s.ts >= %(start)s AND s.ts < %(end)s GROUP BY 1, 2",
+        {"step": timedelta(seconds=step), "start": start, "end": end, "node": node},
+    )
+    times = _bucket_times(start, end, step)
+    column = {t: j for j, t in enumerate(times)}
+    series: dict[str, dict[str, list[float | None]]] = {}
+    for dev, bucket, *values in rows:
+        per_column = series.setdefault(dev, {c: [None] * len(times) for c in columns})
+        for name, value in zip(columns, values, strict=True):
+            per_column[name][column[bucket]] = None if value is None else float(value)
+    return NodeSeries(
+        node, times, dict(sorted(series.items())), step, "rollup" if rollup else "raw"
+    )
+
+
+def node_gpu_series(node: str, start: datetime, end: datetime, step: int) -> NodeSeries:
+    """Per-GPU series of one node (keys "0".."7"), every GpuSample column, bucket means."""
+    return _node_series(node, "gpu", start, end, step)
+
+
+def node_ib_series(node: str, start: datetime, end: datetime, step: int) -> NodeSeries:
+    """Per-port series of one node (keys are devices, e.g. "mlx5_0"), every IbSample column, bucket means."""
+    return _node_series(node, "ib", start, end, step)
+
+
+class NodeLatest(NamedTuple):
+    """A node's most recent values (last 10 minutes): GPU means and IB sums/counts."""
+
+    node: str
+    gpu_ts: datetime | None
+    util: float | None
+    tensor: float | None
+    power: float | None
+    temp: float | None
+    ib_ts: datetime | None
+    ib_tx: float | None
+    ib_rx: float | None
+    active_ports: int | None
+
+
+def latest_per_node(now: datetime | None = None) -> dict[str, NodeLatest]:
+    """node name → ``NodeLatest`` from each GPU's / port's latest sample of the last 10 minutes."""
+    since = (now or datetime.now(UTC)) - timedelta(minutes=10)
+    gpu = _fetch(
+        "SELECT n.name, max(l.ts), avg(l.util), avg(l.tensor), sum(l.power), max(l.temp) FROM ("
+        " SELECT DISTINCT ON (node_id, gpu) * FROM ingest_gpusample WHERE ts >= %s"
+        " ORDER BY node_id, gpu, ts DESC) l JOIN ingest_node n ON n.id = l.node_id GROUP BY n.name",
+        [since],
+    )
+    ib = _fetch(
+        "SELECT n.name, max(l.ts), sum(l.tx_bytes), sum(l.rx_bytes), count(*) FILTER (WHERE l.state = 4) FROM ("
+        " SELECT DISTINCT ON (port_id) * FROM ingest_ibsample WHERE ts >= %s ORDER BY port_id, ts DESC) l"
+        " JOIN ingest_node n ON n.id = l.node_id GROUP BY n.name",
+        [since],
+    )
+    latest = {name: NodeLatest(name, *row, None, None, None, None) for name, *row in gpu}
+    for name, *row in ib:
+        base = latest.get(name) or NodeLatest(
+            name, None, None, None, None, None, None, None, None, None
+        )
+        latest[name] = base._replace(ib_ts=row[0], ib_tx=row[1], ib_rx=row[2], active_ports=row[3])
+    return dict(sorted(latest.items()))
+
+
+class XidRow(NamedTuple):
+    """One XID event."""
+
+    node: str
+    gpu: int
+    ts: datetime
+    code: int
+    message: str
+
+
+def xid_events(node: str | None, start: datetime, end: datetime) -> list[XidRow]:
+    """XID events in [start, end) of one node (or all nodes when None), oldest first."""
+    events = XidEvent.objects.filter(ts__gte=start, ts__lt=end).order_by("ts", "node__name", "gpu")
+    if node is not None:
+        events = events.filter(node__name=node)
+    return [
+        XidRow(*row) for row in events.values_list("node__name", "gpu", "ts", "code", "message")
+    ]
+
+
+class FamilyHealthRow(NamedTuple):
+    """Ingest health of one family, lag computed now (None before its first cycle)."""
+
+    family: str
+    last_attempt: datetime | None
+    last_success: datetime | None
+    lag_seconds: float | None
+    duration_seconds: float | None
+    rows: int
+    skipped: int
+    errors: int
+    last_rows: int
+    last_error: str
+
+
+def family_health() -> list[FamilyHealthRow]:
+    """Every family that has health recorded, ordered by family."""
+    lags = current_lags()
+    return [
+        FamilyHealthRow(
+            h.family,
+            h.last_attempt,
+            h.last_success,
+            lags.get(h.family),
+            h.duration_seconds,
+            h.rows,
+            h.skipped,
+            h.errors,
+            h.last_rows,
+            h.last_error,
+        )
+        for h in FamilyHealth.objects.order_by("family")
+    ]
+
+
+def ingest_lag() -> dict[str, float]:
+    """family → seconds its data is behind now (families that have run)."""
+    return current_lags()
+
+
+def _node_filter(nodes: list[str] | None) -> tuple[str, list]:
+    return ("AND n.name = ANY(%s)", [list(nodes)]) if nodes else ("", [])
+
+
+def gpu_samples_between(
+    start: datetime, end: datetime, nodes: list[str] | None = None
+) -> list[GpuRow]:
+    """Raw GPU samples with start < ts <= end, ordered by node, gpu, ts."""
+    where, extra = _node_filter(nodes)
+    rows = _fetch(
+        f"SELECT n.name, s.gpu, s.ts, {', '.join('s.' + c for c in GPU_VALUE_COLUMNS)} FROM ingest_gpusample s "
+        f"JOIN ingest_node n ON n.id = s.node_id WHERE s.ts > %s AND s.ts <= %s {where} ORDER BY 1, 2, 3",
+        [start, end, *extra],
+    )
+    return [GpuRow._make(row) for row in rows]
+
+
+def ib_samples_between(
+    start: datetime, end: datetime, nodes: list[str] | None = None
+) -> list[IbRow]:
+    """Raw IB port samples with start < ts <= end, ordered by node, device, port, ts."""
+    where, extra = _node_filter(nodes)
+    rows = _fetch(
+        f"SELECT n.name, p.device, p.port, s.ts, {', '.join('s.' + c for c in IB_VALUE_COLUMNS)} "
+        f"FROM ingest_ibsample s JOIN ingest_ibport p ON p.id = s.port_id JOIN ingest_node n ON n.id = s.node_id "
+        f"WHERE s.ts > %s AND s.ts <= %s {where} ORDER BY 1, 2, 3, 4",
+        [start, end, *extra],
+    )
+    return [IbRow._make(row) for row in rows]

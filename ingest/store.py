@@ -1,0 +1,159 @@
+"""Bulk writes: binary COPY into a staging table, then one INSERT … ON CONFLICT DO NOTHING.
+
+COPY cannot skip duplicates, so rows land first in a session-local temp table
+(no WAL, no index) and are moved into the partitioned table by a single
+set-based insert that ignores rows already there. That makes a re-run window
+write nothing (exactly once) at close to raw COPY speed. Everything runs in
+the caller's transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from django.db import connection
+
+from .partitions import ensure_partitions
+
+
+@dataclass(frozen=True)
+class CopyTable:
+    """A partitioned table written by COPY: its columns, their Postgres types and its key."""
+
+    name: str
+    columns: tuple[str, ...]
+    types: tuple[str, ...]
+    key: tuple[str, ...]
+
+    @property
+    def stage(self) -> str:
+        return f"{self.name}_stage"
+
+
+_F8 = "float8"
+GPU_VALUE_COLUMNS = (
+    "util", "tensor", "sm", "dram", "power", "temp", "nvlink_bw",
+    "nvlink_crc_flit", "nvlink_crc_data", "nvlink_replay", "nvlink_recovery",
+)  # fmt: skip
+IB_VALUE_COLUMNS = (
+    "tx_bytes", "rx_bytes", "tx_packets", "rx_packets", "xmit_wait", "symbol_errors",
+    "link_downed", "link_error_recovery", "rcv_errors", "local_link_integrity",
+    "excessive_buffer_overrun", "rate", "state", "phys_state", "saturated",
+)  # fmt: skip
+GPU_TABLE = CopyTable(
+    "ingest_gpusample",
+    ("ts", "node_id", "gpu", *GPU_VALUE_COLUMNS),
+    ("timestamptz", "int4", "int2", *[_F8] * len(GPU_VALUE_COLUMNS)),
+    ("node_id", "gpu", "ts"),
+)
+IB_TABLE = CopyTable(
+    "ingest_ibsample",
+    ("ts", "port_id", "node_id", *IB_VALUE_COLUMNS),
+    ("timestamptz", "int4", "int4", *[_F8] * 12, "int2", "int2", "int2"),
+    ("port_id", "ts"),
+)
+KUEUE_TABLE = CopyTable(
+    "ingest_kueuesample",
+    ("ts", "cluster_queue_id", "pending_active", "pending_inadmissible", "admitted_active",
+     "admitted", "wait_p50", "wait_p95"),
+    ("timestamptz", "int4", *[_F8] * 6),
+    ("cluster_queue_id", "ts"),
+)  # fmt: skip
+
+
+def timestamps(seconds: Iterable[float]) -> dict[float, datetime]:
+    """Unix seconds → aware datetimes, converted once per distinct step."""
+    return {ts: datetime.fromtimestamp(ts, UTC) for ts in set(seconds)}
+
+
+def _stage(cursor, table: CopyTable) -> None:  # noqa: ANN001 - a psycopg cursor
+    cursor.execute(
+        f"CREATE TEMP TABLE IF NOT EXISTS {table.stage} "
+        f"(LIKE {table.name} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
+    )
+    cursor.execute(f"TRUNCATE {table.stage}")
+
+
+def copy_rows(
+    table: CopyTable, rows: Sequence[Sequence[object]], *, into: str | None = None
+) -> None:
+    """Binary COPY of ``rows`` (tuples in ``table.columns`` order) into ``into`` (default: the table)."""
+    columns = ", ".join(table.columns)
+    with connection.cursor() as wrapper:
+        cursor = wrapper.cursor
+        with cursor.copy(
+            f"COPY {into or table.name} ({columns}) FROM STDIN (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(list(table.types))
+            for row in rows:
+                copy.write_row(row)
+
+
+def insert_rows(table: CopyTable, rows: Sequence[Sequence[object]]) -> int:
+    """Write rows exactly once: COPY into staging, then insert what the table lacks.
+
+    ``rows[i][0]`` must be the ``ts`` (a datetime); partitions for the rows'
+    span are created first. Returns the number of rows actually inserted.
+    """
+    if not rows:
+        return 0
+    first = min(row[0] for row in rows)
+    last = max(row[0] for row in rows)
+    ensure_partitions(first, last)  # type: ignore[arg-type]
+    columns = ", ".join(table.columns)
+    with connection.cursor() as wrapper:
+        _stage(wrapper.cursor, table)
+    copy_rows(table, rows, into=table.stage)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table.name} ({columns}) SELECT {columns} FROM {table.stage} "
+            f"ORDER BY {', '.join(table.key)} ON CONFLICT DO NOTHING"
+        )
+        return cursor.rowcount
+
+
+def upsert_nodes(seen: Mapping[str, tuple[datetime, datetime]]) -> dict[str, int]:
+    """Create or touch nodes (first_seen = earliest, last_seen = latest); name → id."""
+    if not seen:
+        return {}
+    names = sorted(seen)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO ingest_node (name, pool, unschedulable, leaf_switch, gpu_model, first_seen, last_seen)
+            SELECT n, 'unknown', false, '', '', f, l
+            FROM unnest(%s::text[], %s::timestamptz[], %s::timestamptz[]) AS t(n, f, l)
+            ON CONFLICT (name) DO UPDATE SET
+                first_seen = LEAST(ingest_node.first_seen, EXCLUDED.first_seen),
+                last_seen = GREATEST(ingest_node.last_seen, EXCLUDED.last_seen)
+            RETURNING name, id
+            """,
+            [names, [seen[n][0] for n in names], [seen[n][1] for n in names]],
+        )
+        return dict(cursor.fetchall())
+
+
+def upsert_ports(ports: Iterable[tuple[int, str, int, str]]) -> dict[tuple[int, str, int], int]:
+    """Create IB ports (node_id, device, port, guid) not yet known; (node_id, device, port) → id."""
+    guid_of: dict[tuple[int, str, int], str] = {}
+    for node_id, device, number, guid in ports:
+        guid_of[(node_id, device, number)] = guid or guid_of.get((node_id, device, number), "")
+    unique = sorted((*key, guid) for key, guid in guid_of.items())
+    if not unique:
+        return {}
+    node_ids, devices, numbers, guids = (list(column) for column in zip(*unique, strict=True))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO ingest_ibport (node_id, device, port, guid, leaf_switch, switch_port)
+            SELECT n, d, p, g, '', '' FROM unnest(%s::bigint[], %s::text[], %s::int[], %s::text[])
+                AS t(n, d, p, g)
+            ON CONFLICT (node_id, device, port) DO UPDATE SET
+                guid = CASE WHEN EXCLUDED.guid <> '' THEN EXCLUDED.guid ELSE ingest_ibport.guid END
+            RETURNING node_id, device, port, id
+            """,
+            [node_ids, devices, numbers, guids],
+        )
+        return {(n, d, p): pk for n, d, p, pk in cursor.fetchall()}

@@ -1,0 +1,115 @@
+"""Test-wide set-up: users and tokens, static files, real processes.
+
+The test environment (own database and Redis db per run) is set by
+``tests/settings.py``, which pytest-django loads before any conftest.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+from django.test.utils import override_settings
+
+from tests.support.processes import (
+    AsgiServer,
+    CeleryWorker,
+    run_asgi_server,
+    run_celery_worker,
+    subprocess_env,
+)
+
+PASSWORD = "correct horse battery staple"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Refuse to run on a bad environment (tests/settings.py reads it)."""
+    from config import env
+
+    if env.ERRORS:
+        raise pytest.UsageError("bad environment for the tests: " + "; ".join(env.ERRORS))
+
+
+try:
+    from tests.support.fixtures import *  # noqa: F403 - Prometheus and simulator fixtures
+except ModuleNotFoundError as missing:
+    if missing.name != "tests.support.fixtures":
+        raise
+
+
+@pytest.fixture(scope="session", autouse=True)
+def collected_static(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """collectstatic into a temporary STATIC_ROOT, as in production (manifest, compressed).
+
+    Pages render through the manifest storage, so a template naming a static file
+    that does not exist fails here as it would in production.
+    """
+    root = tmp_path_factory.mktemp("staticfiles")
+    with override_settings(STATIC_ROOT=root):
+        call_command("collectstatic", interactive=False, verbosity=0)
+        yield root
+
+
+@pytest.fixture
+def password() -> str:
+    """The password of ``user`` and ``staff_user``."""
+    return PASSWORD
+
+
+@pytest.fixture
+def user(django_user_model: type) -> object:
+    """An ordinary active user, password ``PASSWORD``."""
+    return django_user_model.objects.create_user("alice", "alice@example.com", PASSWORD)
+
+
+@pytest.fixture
+def staff_user(django_user_model: type) -> object:
+    """A superuser with access to the admin, password ``PASSWORD``."""
+    return django_user_model.objects.create_superuser("root", "root@example.com", PASSWORD)
+
+
+@pytest.fixture
+def api_token(user: object) -> str:
+    """A fresh read token of ``user``: the raw value, as ``create_api_token`` prints it."""
+    from core.models import APIToken
+
+    _, raw = APIToken.issue(user, name="pytest")
+    return raw
+
+
+@pytest.fixture
+def logged_in_client(client: Client, user: object) -> Client:
+    """The test client with ``user``'s session."""
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture(scope="session")
+def celery_worker(
+    django_db_setup: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[CeleryWorker]:
+    """A real Celery worker on the test database and test Redis, for the whole session.
+
+    Tests that use it need ``@pytest.mark.django_db(transaction=True)``: what they
+    write must be committed for the worker to see it, and the worker's writes are
+    then flushed after the test.
+    """
+    log_dir = tmp_path_factory.mktemp("celery-worker")
+    with run_celery_worker(subprocess_env(), log_dir=log_dir) as worker:
+        yield worker
+
+
+@pytest.fixture(scope="session")
+def asgi_server(
+    django_db_setup: None, collected_static: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[AsgiServer]:
+    """daphne serving the real ASGI app (HTTP + websockets) on the test database and Redis.
+
+    As with ``celery_worker``, tests need ``@pytest.mark.django_db(transaction=True)``.
+    """
+    log_dir = tmp_path_factory.mktemp("daphne")
+    with run_asgi_server(subprocess_env(), log_dir=log_dir) as server:
+        yield server

@@ -1,0 +1,1 @@
+"""Tests for the foundation: auth, health, metrics, Celery, websockets, config."""

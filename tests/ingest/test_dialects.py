@@ -1,0 +1,143 @@
+"""Exact stored values against a real Prometheus with simulator history, in every dialect."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+
+from ingest.models import IbPort, IbSample, Node, XidEvent
+from ingest.prometheus import PrometheusClient
+from ingest.services import ingest_all
+from simulator import Dialect
+from tests.ingest.simulated import STEP, variant
+from tests.support.prometheus import SimulatedPrometheus, have_prometheus
+
+pytestmark = [
+    pytest.mark.prometheus,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(not have_prometheus(), reason="prometheus/promtool not installed"),
+]
+VARIANTS = {
+    "Hostname+node_exporter": {"dcgm_node_label": "Hostname", "dialects": (Dialect.DCGM, Dialect.NODE_IB, Dialect.TREYDOCK)},
+    "hostname+treydock": {"dcgm_node_label": "hostname", "dialects": (Dialect.DCGM, Dialect.TREYDOCK)},
+    "legacy+node_exporter": {"dcgm_legacy": True, "dialects": (Dialect.DCGM, Dialect.NODE_IB)},
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module", params=list(VARIANTS))
+def prom(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SimulatedPrometheus]:
+    with variant(
+        tmp_path_factory.mktemp(request.param.replace("+", "_")), **dict(VARIANTS[request.param])
+    ) as p:
+        p.variant = request.param  # type: ignore[attr-defined]
+        yield p
+
+
+def at(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def ingest_history(prom: SimulatedPrometheus, minutes: int = 30) -> None:
+    outcomes = ingest_all(
+        since=at(prom.end - minutes * 60),
+        until=at(prom.end - STEP),
+        client=PrometheusClient(prom.prometheus.url),
+        families=["gpu", "ib", "topology"],
+    )
+    assert [o.status for o in outcomes] == ["ok", "ok", "ok"], [o.error for o in outcomes]
+
+
+def raw(prom: SimulatedPrometheus, selector: str, ts: float) -> float:
+    value = prom.scalar(selector, at=ts)
+    assert value is not None, selector
+    return value
+
+
+def test_gpu_values_are_stored_exactly(prom: SimulatedPrometheus, settings) -> None:
+    ingest_history(prom)
+    node = prom.cluster.nodes[2].name
+    ts = prom.end - 10 * 60
+    legacy = prom.variant.startswith("legacy")  # type: ignore[attr-defined]
+    label = (
+        "instance"
+        if legacy
+        else ("hostname" if prom.variant.startswith("hostname") else "Hostname")
+    )  # type: ignore[attr-defined]
+    host = f"{node}:9400" if legacy else node
+    util = "dcgm_gpu_utilization" if legacy else "DCGM_FI_DEV_GPU_UTIL"
+    power = "dcgm_power_usage" if legacy else "DCGM_FI_DEV_POWER_USAGE"
+    sample = Node.objects.get(name=node).gpusample_set.get(gpu=3, ts=at(ts))
+    assert sample.util == raw(prom, f'{util}{{{label}="{host}",gpu="3"}}', ts)
+    assert sample.power == raw(prom, f'{power}{{{label}="{host}",gpu="3"}}', ts)
+    assert (
+        Node.objects.get(name=node).gpusample_set.filter(gpu=3).count() == 59
+    )  # 30 min = 60 steps − the last
+
+
+def test_xid_is_one_event_at_its_time(prom: SimulatedPrometheus) -> None:
+    ingest_history(prom)
+    node = prom.cluster.nodes[0].name
+    assert list(XidEvent.objects.values_list("node__name", "gpu", "code", "ts")) == [
+        (node, 2, 79, at(prom.end - 20 * 60))
+    ]
+
+
+def test_ib_values_are_stored_exactly(prom: SimulatedPrometheus) -> None:
+    ingest_history(prom)
+    node = prom.cluster.nodes[2].name
+    ts = prom.end - 10 * 60
+    treydock = "treydock" in prom.variant  # type: ignore[attr-defined]
+    port = IbPort.objects.get(node__name=node, device="mlx5_3", port=1)
+    sample = IbSample.objects.get(port=port, ts=at(ts))
+    if treydock:
+        selector = f'infiniband_hca_port_transmit_data_bytes_total{{guid="{port.guid}",port="1"}}'
+    else:
+        selector = f'node_infiniband_port_data_transmitted_bytes_total{{instance="{node}:9100",device="mlx5_3"}}'
+    expected = (raw(prom, selector, ts) - raw(prom, selector, ts - STEP)) / STEP
+    assert sample.tx_bytes == expected
+    assert IbPort.objects.filter(node__name=node).count() == 8
+
+
+def test_saturated_counter_is_flagged_and_null(prom: SimulatedPrometheus) -> None:
+    ingest_history(prom)
+    port = IbPort.objects.get(node__name=prom.cluster.nodes[1].name, device="mlx5_1")
+    pegged = IbSample.objects.filter(port=port, saturated__gt=0)
+    assert pegged.exists()
+    assert set(pegged.values_list("xmit_wait", "saturated")) == {(None, 16)}
+
+
+def test_topology_names_each_ports_leaf(prom: SimulatedPrometheus) -> None:
+    ingest_history(prom)
+    node = prom.cluster.nodes[0]
+    leaves = {
+        p.device: (p.leaf_switch, p.switch_port)
+        for p in IbPort.objects.filter(node__name=node.name)
+    }
+    topology = prom.cluster.topology
+    expected = {
+        f"mlx5_{i}": (topology.switch_for(node, i)[0].name, str(topology.switch_for(node, i)[1]))
+        for i in range(8)
+    }
+    if "treydock" not in prom.variant and "Hostname" not in prom.variant:  # type: ignore[attr-defined]
+        expected = {
+            device: ("", "") for device in expected
+        }  # no uplink info: topology stays unknown
+    assert leaves == expected
+    assert Node.objects.get(name=node.name).leaf_switch == expected["mlx5_0"][0]
+
+
+def test_the_same_window_twice_stores_the_same_rows(prom: SimulatedPrometheus) -> None:
+    ingest_history(prom, minutes=10)
+    counts = (
+        IbSample.objects.count(),
+        Node.objects.get(name=prom.cluster.nodes[0].name).gpusample_set.count(),
+    )
+    ingest_history(prom, minutes=10)
+    assert (
+        IbSample.objects.count(),
+        Node.objects.get(name=prom.cluster.nodes[0].name).gpusample_set.count(),
+    ) == counts

@@ -1,0 +1,26 @@
+"""Settings for pytest: the production settings read with test defaults in the environment.
+
+pytest-django imports this module before any conftest.py runs. A variable
+already in the environment wins. Each pytest run gets a database of its own
+(pytest-django creates ``test_cw_<pid>``) and a Redis database number of its
+own, so concurrent runs and a running demo never collide.
+"""
+
+from __future__ import annotations
+
+import os
+
+_PID = os.getpid()
+TEST_ENVIRONMENT = {
+    "DEBUG": "0",
+    "SECRET_KEY": "test-secret-key-for-pytest-only-never-used-in-production-0123456789",
+    "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/cw_{_PID}",
+    "REDIS_URL": f"redis://127.0.0.1:6379/{1 + _PID % 15}",
+    # Nothing listens on port 1: tests that need Prometheus start their own.
+    "PROMETHEUS_URL": "http://127.0.0.1:1",
+    "ALLOWED_HOSTS": "127.0.0.1,localhost,testserver",
+}
+for _name, _value in TEST_ENVIRONMENT.items():
+    os.environ.setdefault(_name, _value)
+
+from config.settings import *  # noqa: E402,F403
