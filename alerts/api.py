@@ -126,7 +126,9 @@ def silence_detail(request: HttpRequest, silence_id: int) -> JsonResponse:
     """``GET`` one silence; ``DELETE`` expires it now (kept 5 days, then purged)."""
     silence = Silence.objects.filter(pk=silence_id).first()
     if silence is None:
-        return JsonResponse({"error": "not_found", "detail": f"no silence {silence_id}"}, status=404)
+        return JsonResponse(
+            {"error": "not_found", "detail": f"no silence {silence_id}"}, status=404
+        )
     if request.method == "GET":
         return JsonResponse(selectors.serialize_silence(silence))
     if not can_write_silences(request):

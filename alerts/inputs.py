@@ -1,8 +1,9 @@
 """Fetch what one evaluation reads from the ingest tables, with a few set-based queries.
 
-Raw SQL against ingest's tables (read-only): dense series only over the
-look-back the enabled rules need; error counters and XIDs sparse (rows where
-something happened) over their longer windows. Times come back as unix seconds.
+Dense series only over the look-back the enabled rules need, and only for the
+GPUs / ports that match the rules' prefilters; error counters and XIDs sparse
+(rows where something happened) over their longer windows; per-node shapes
+(throughput, sample times, last samples) aggregated in SQL. See ``alerts.queries``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
+from . import queries as q
 from .rules import REGISTRY, RuleSettings
 from .rules.data import (
     Assignment,
@@ -23,97 +25,39 @@ from .rules.data import (
     IbErrorPoint,
     IbPoint,
     KueuePoint,
+    NodeThroughput,
     NvlinkPoint,
     RunCheckpoints,
     XidPoint,
 )
 
-EPOCH = "extract(epoch from {})::float8"
-
-GPU_SQL = f"""
-SELECT n.name, s.gpu, {EPOCH.format("s.ts")}, s.util, s.tensor, s.sm, s.power
-FROM ingest_gpusample s JOIN ingest_node n ON n.id = s.node_id
-WHERE s.ts > to_timestamp(%s) AND s.ts <= to_timestamp(%s)
-ORDER BY n.name, s.gpu, s.ts
-"""
-NVLINK_SQL = f"""
-SELECT n.name, s.gpu, {EPOCH.format("s.ts")}, coalesce(s.nvlink_crc_flit, 0), coalesce(s.nvlink_crc_data, 0)
-FROM ingest_gpusample s JOIN ingest_node n ON n.id = s.node_id
-WHERE s.ts > to_timestamp(%s) AND s.ts <= to_timestamp(%s)
-  AND (s.nvlink_crc_flit > 0 OR s.nvlink_crc_data > 0)
-ORDER BY n.name, s.gpu, s.ts
-"""
-IB_SQL = f"""
-SELECT n.name, p.device, p.port, {EPOCH.format("s.ts")}, s.tx_bytes, s.rx_bytes, s.xmit_wait,
-       s.state, s.saturated
-FROM ingest_ibsample s JOIN ingest_ibport p ON p.id = s.port_id JOIN ingest_node n ON n.id = p.node_id
-WHERE s.ts > to_timestamp(%s) AND s.ts <= to_timestamp(%s)
-ORDER BY n.name, p.device, p.port, s.ts
-"""
-IB_ERRORS_SQL = f"""
-SELECT n.name, p.device, p.port, {EPOCH.format("s.ts")}, coalesce(s.symbol_errors, 0),
-       coalesce(s.rcv_errors, 0), coalesce(s.local_link_integrity, 0),
-       coalesce(s.excessive_buffer_overrun, 0), coalesce(s.link_downed, 0),
-       coalesce(s.link_error_recovery, 0), s.state
-FROM ingest_ibsample s JOIN ingest_ibport p ON p.id = s.port_id JOIN ingest_node n ON n.id = p.node_id
-WHERE s.ts > to_timestamp(%s) AND s.ts <= to_timestamp(%s)
-  AND (s.symbol_errors > 0 OR s.rcv_errors > 0 OR s.local_link_integrity > 0
-       OR s.excessive_buffer_overrun > 0 OR s.link_downed > 0 OR s.link_error_recovery > 0
-       OR s.state <> 4)
-ORDER BY n.name, p.device, p.port, s.ts
-"""
-XID_SQL = f"""
-SELECT n.name, x.gpu, {EPOCH.format("x.ts")}, x.code, x.message
-FROM ingest_xidevent x JOIN ingest_node n ON n.id = x.node_id
-WHERE x.ts > to_timestamp(%s) AND x.ts <= to_timestamp(%s)
-ORDER BY n.name, x.gpu, x.ts
-"""
-KUEUE_SQL = f"""
-SELECT q.name, {EPOCH.format("s.ts")}, s.pending_active, s.pending_inadmissible, s.admitted
-FROM ingest_kueuesample s JOIN ingest_clusterqueue q ON q.id = s.cluster_queue_id
-WHERE s.ts > to_timestamp(%s) AND s.ts <= to_timestamp(%s)
-ORDER BY q.name, s.ts
-"""
-ASSIGNMENT_SQL = f"""
-SELECT n.name, p.namespace, p.name, j.name, {EPOCH.format("a.first_seen")}, {EPOCH.format("a.last_seen")}
-FROM ingest_podassignment a JOIN ingest_pod p ON p.id = a.pod_id JOIN ingest_job j ON j.id = p.job_id
-JOIN ingest_node n ON n.id = a.node_id
-WHERE a.last_seen >= to_timestamp(%s) AND a.first_seen <= to_timestamp(%s)
-"""
-RUNS_SQL = f"""
-SELECT j.namespace, j.name, j.state = 'running', array_agg({EPOCH.format("c.ts")} ORDER BY c.ts)
-FROM ingest_job j JOIN LATERAL (
-    SELECT ts FROM ingest_checkpoint WHERE job_id = j.id AND ts <= to_timestamp(%s) ORDER BY ts DESC LIMIT %s
-) c ON true
-WHERE j.state = 'running'
-GROUP BY j.id
-"""
-LEAF_SQL = """
-SELECT n.name, p.device, p.port, p.leaf_switch
-FROM ingest_ibport p JOIN ingest_node n ON n.id = p.node_id WHERE p.leaf_switch <> ''
-"""
-CURSOR_SQL = f"""
-SELECT c.family, {EPOCH.format("c.covered_until")}, {EPOCH.format("h.last_success")}
-FROM ingest_ingestcursor c LEFT JOIN ingest_familyhealth h ON h.family = c.family
-"""
-# Per absent node, through the primary keys (node_id, gpu, ts) and (port_id, ts): a few index probes.
-LAST_SEEN_SQL = {
-    "gpu": f"""SELECT n.name, {EPOCH.format("x.ts")} FROM ingest_node n CROSS JOIN LATERAL (
-        SELECT max(s.ts) AS ts FROM ingest_gpusample s
-        WHERE s.node_id = n.id AND s.ts > to_timestamp(%s) AND s.ts <= to_timestamp(%s)) x
-        WHERE x.ts IS NOT NULL AND n.last_seen > to_timestamp(%s) AND n.name <> ALL(%s)""",
-    "ib": f"""SELECT n.name, {EPOCH.format("x.ts")} FROM ingest_node n CROSS JOIN LATERAL (
-        SELECT max(s.ts) AS ts FROM ingest_ibsample s
-        WHERE s.port_id IN (SELECT id FROM ingest_ibport WHERE node_id = n.id)
-          AND s.ts > to_timestamp(%s) AND s.ts <= to_timestamp(%s)) x
-        WHERE x.ts IS NOT NULL AND n.last_seen > to_timestamp(%s) AND n.name <> ALL(%s)""",
+# sparse or small datasets: (EvaluationData attribute, SQL, family whose cursor ends the window, row type)
+SPARSE = {
+    "nvlink": ("nvlink", q.NVLINK, "gpu", NvlinkPoint),
+    "xids": ("xids", q.XIDS, "gpu", XidPoint),
+    "ib_errors": ("ib_errors", q.IB_ERRORS, "ib", IbErrorPoint),
+    "kueue": ("kueue", q.KUEUE, "kueue", KueuePoint),
+    "throughput": ("throughput", q.THROUGHPUT, "ib", NodeThroughput),
+}
+# dense datasets: (attribute, SQL of every series, SQL of prefiltered series, family, row type)
+DENSE = {
+    "gpu": ("gpu", q.GPU_ALL, q.GPU_CANDIDATES, "gpu", GpuPoint),
+    "ib": ("ib", q.IB_ALL, q.IB_CANDIDATES, "ib", IbPoint),
 }
 
 
-def _rows(sql: str, params: Iterable[Any]) -> list[tuple]:
+#: Seconds spent per query of the last fetch (for the bench and ``Evaluation.timings``).
+LAST_TIMINGS: dict[str, float] = {}
+
+
+def _rows(sql: str, params: Iterable[Any], label: str = "") -> list[tuple]:
+    started = time.perf_counter()
     with connection.cursor() as cursor:
         cursor.execute(sql, list(params))
-        return cursor.fetchall()
+        rows = cursor.fetchall()
+    if label:
+        LAST_TIMINGS[label] = time.perf_counter() - started
+    return rows
 
 
 def max_gap_seconds() -> float:
@@ -121,27 +65,37 @@ def max_gap_seconds() -> float:
     return float(settings.ALERTS_MAX_SAMPLE_GAP_SECONDS)
 
 
+def enabled(rule_settings: dict[str, RuleSettings]) -> list[tuple[Any, RuleSettings]]:
+    """(rule, settings) of every enabled rule."""
+    return [(REGISTRY[rid], rs) for rid, rs in rule_settings.items() if rs.enabled]
+
+
 def lookbacks(rule_settings: dict[str, RuleSettings], max_gap: float) -> dict[str, float]:
     """Seconds of data each dataset needs: the largest look-back of the enabled rules reading it."""
     needed: dict[str, float] = {}
-    for rule_id, rs in rule_settings.items():
-        if not rs.enabled:
-            continue
-        rule = REGISTRY[rule_id]
+    for rule, rs in enabled(rule_settings):
         for dataset in rule.needs:
             needed[dataset] = max(needed.get(dataset, 0.0), rule.lookback(rs, max_gap))
     return needed
 
 
-# dataset → (EvaluationData attribute, SQL, family whose cursor ends the window, row type)
-SERIES = {
-    "gpu": ("gpu", GPU_SQL, "gpu", GpuPoint),
-    "nvlink": ("nvlink", NVLINK_SQL, "gpu", NvlinkPoint),
-    "xids": ("xids", XID_SQL, "gpu", XidPoint),
-    "ib": ("ib", IB_SQL, "ib", IbPoint),
-    "ib_errors": ("ib_errors", IB_ERRORS_SQL, "ib", IbErrorPoint),
-    "kueue": ("kueue", KUEUE_SQL, "kueue", KueuePoint),
-}
+def prefilters(rule_settings: dict[str, RuleSettings]) -> dict[str, tuple[str, list[Any]] | None]:
+    """Per dense dataset, the OR of its readers' prefilters; None when one reader needs every series."""
+    combined: dict[str, tuple[str, list[Any]] | None] = {}
+    for rule, rs in enabled(rule_settings):
+        own = rule.prefilter(rs)
+        for dataset in set(rule.needs) & set(DENSE):
+            if dataset in combined and combined[dataset] is None:
+                continue
+            if dataset not in own:
+                combined[dataset] = None
+                continue
+            sql, params = own[dataset]
+            if dataset in combined:
+                old_sql, old_params = combined[dataset]  # type: ignore[misc]
+                sql, params = f"({old_sql}) OR ({sql})", [*old_params, *params]
+            combined[dataset] = (sql, params)
+    return combined
 
 
 def fetch(
@@ -158,8 +112,9 @@ def fetch(
     (backtests) widens every window by that many seconds.
     """
     now = time.time() if now is None else now
+    LAST_TIMINGS.clear()
     gap = max_gap_seconds()
-    cursors = [FamilyCursor(*row) for row in _rows(CURSOR_SQL, [])]
+    cursors = [FamilyCursor(*row) for row in _rows(q.CURSORS, [])]
     as_of = {c.family: min(c.covered_until, now) for c in cursors}
     data = EvaluationData(
         now=now, as_of=as_of, max_gap=gap, step=float(settings.INGEST_STEP_SECONDS)
@@ -171,25 +126,52 @@ def fetch(
     }
     cap = float(settings.ALERTS_MAX_CATCHUP_SECONDS)
 
-    def window(dataset: str, family: str) -> tuple[float, float]:
+    def window(dataset: str, family: str) -> list[float]:
         end = data.as_of_family(family)
         behind = end - (previous or {}).get(family, end)
-        return end - need[dataset] - min(max(0.0, behind), cap), end
+        return [end - need[dataset] - min(max(0.0, behind), cap), end]
 
-    for dataset, (attr, sql, family, row_type) in SERIES.items():
+    for dataset, (attr, every, candidates, family, row_type) in DENSE.items():
         if dataset in need:
-            setattr(data, attr, list(map(row_type._make, _rows(sql, window(dataset, family)))))
+            filt = prefilters(rule_settings).get(dataset)
+            bounds = window(dataset, family)
+            sql, params = (
+                (every, bounds)
+                if filt is None
+                else (candidates.format(pred=filt[0]), [*bounds, *filt[1], *bounds])
+            )
+            setattr(data, attr, list(map(row_type._make, _rows(sql, params, dataset))))
+    for dataset, (attr, sql, family, row_type) in SPARSE.items():
+        if dataset in need:
+            setattr(
+                data, attr, list(map(row_type._make, _rows(sql, window(dataset, family), dataset)))
+            )
+    _fetch_shapes(data, rule_settings, need, window)
+    return data
+
+
+def _fetch_shapes(data: EvaluationData, rule_settings: dict[str, RuleSettings], need: dict[str, float],
+                  window: Any) -> None:  # fmt: skip
+    """Dimension tables and per-node shapes."""
     if "assignments" in need:
         start = min(window("assignments", "gpu")[0], window("assignments", "ib")[0])
-        data.assignments = list(map(Assignment._make, _rows(ASSIGNMENT_SQL, [start, now])))
+        data.assignments = list(
+            map(Assignment._make, _rows(q.ASSIGNMENTS, [start, data.now], "assignments"))
+        )
     if "runs" in need:
         data.runs = _runs(rule_settings, data.as_of_family("checkpoints"))
     if "leaf_switches" in need:
-        data.leaf_switches = {(n, d, p): leaf for n, d, p, leaf in _rows(LEAF_SQL, [])}
+        data.leaf_switches = {(n, d, p): leaf for n, d, p, leaf in _rows(q.LEAF_SWITCHES, [])}
+    if "port_last_seen" in need:  # "has the port reported lately": the last few steps suffice
+        end = data.as_of_family("ib")
+        rows = _rows(q.PORT_LAST_SEEN, [end - 3 * data.max_gap, end], "port_last_seen")
+        data.port_last_seen = {(n, d, p): ts for n, d, p, ts in rows}
+    if "gpu_times" in need:  # IB sample times come with the per-node throughput
+        rows = _rows(q.GPU_SAMPLE_TIMES, window("gpu_times", "gpu"), "gpu_times")
+        data.sample_times = {("gpu", node): sorted(times) for node, times in rows}
     if "last_seen" in need:
         forget = float(rule_settings["node_metrics_missing"].params["forget_after_seconds"])
         data.last_seen = _last_seen(data, need, forget)
-    return data
 
 
 def _runs(rule_settings: dict[str, RuleSettings], as_of: float) -> list[RunCheckpoints]:
@@ -204,21 +186,21 @@ def _runs(rule_settings: dict[str, RuleSettings], as_of: float) -> list[RunCheck
     )
     return [
         RunCheckpoints(ns, name, running, tuple(marks))
-        for ns, name, running, marks in _rows(RUNS_SQL, [as_of, history])
+        for ns, name, running, marks in _rows(q.RUNS, [as_of, history], "runs")
     ]
 
 
 def _last_seen(
     data: EvaluationData, need: dict[str, float], forget: float
 ) -> dict[tuple[str, str], float]:
-    """Newest sample before the dense window of the nodes absent from it (index-backed, per family)."""
+    """Newest sample before the window of the known nodes absent from it (index-backed, per family)."""
     seen: dict[tuple[str, str], float] = {}
-    for family, points in (("gpu", data.gpu), ("ib", data.ib)):
-        present = sorted({pt.node for pt in points})
+    for family in ("gpu", "ib"):
+        present = sorted(data.node_sample_times(family))
         end = data.as_of_family(family)
-        start_of_window = end - need.get(family, 0.0)
+        start_of_window = end - need.get("gpu_times" if family == "gpu" else "throughput", 0.0)
         for node, ts in _rows(
-            LAST_SEEN_SQL[family], [end - forget, start_of_window, end - forget, present]
+            q.LAST_SEEN[family], [end - forget, start_of_window, end - forget, present]
         ):
             seen[(family, node)] = ts
     return seen

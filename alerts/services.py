@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -24,7 +24,6 @@ from django.utils import timezone
 
 from . import inputs
 from .events import alerts_changed
-from .inhibition import inhibitions
 from .lifecycle import Decision, Finding, Tracked, decide, finding_for
 from .models import (
     ACTIVE_STATES,
@@ -34,12 +33,13 @@ from .models import (
     Evaluation,
     EventKind,
     RuleConfig,
-    SilenceAudit,
 )
+from .muting import apply_muting, end_until_resolved_silences
 from .rules import REGISTRY, RuleConfigError, RuleSettings, settings_for
 from .rules.data import EvaluationData
-from .silences import active_silences, matches_all, purge_expired
+from .silences import purge_expired
 
+log = logging.getLogger(__name__)
 EVALUATION_LOCK_KEY = 0x1C57_A1E7
 ALERT_FIELDS = [
     "state",
@@ -111,7 +111,8 @@ def load_rule_settings() -> dict[str, RuleSettings]:
         config = stored.get(rule_id)
         try:
             loaded[rule_id] = settings_from_config(config) if config else rule.defaults()
-        except RuleConfigError:
+        except RuleConfigError as exc:  # saved around the admin's validation: say so, keep defaults
+            log.warning("rule setting %s is invalid (%s); using the defaults", rule_id, exc)
             loaded[rule_id] = rule.defaults()
     return loaded
 
@@ -166,6 +167,7 @@ def evaluate(trigger: str = "manual", now: float | None = None) -> EvaluationRes
         last = Evaluation.objects.order_by("-started_at").values_list("as_of", flat=True).first()
         data = inputs.fetch(rule_settings, now=now, previous=last or {})
         timings["fetch"] = time.perf_counter() - started
+        timings["queries"] = dict(inputs.LAST_TIMINGS)
         mark = time.perf_counter()
         findings, timings["rules"] = compute_findings(data, rule_settings)
         timings["compute"] = time.perf_counter() - mark
@@ -248,11 +250,11 @@ def _apply(
     for alert in new_alerts:
         events.append(AlertEvent(alert=alert, ts=wall, kind=alert.state, detail=_detail(alert)))
     still_active = [a for a in [*active.values(), *new_alerts] if a.state in ACTIVE_STATES]
-    _apply_flags(still_active, wall, events, changed, {a.pk for a in new_alerts})
+    apply_muting(still_active, wall, events, changed, {a.pk for a in new_alerts})
     Alert.objects.bulk_update(list(changed.values()), ALERT_FIELDS)
     Alert.objects.bulk_update([a for a in new_alerts if a.silenced or a.inhibited], ALERT_FIELDS)
     AlertEvent.objects.bulk_create(events)
-    _end_until_resolved_silences(still_active, wall)
+    end_until_resolved_silences(still_active, wall)
     purge_expired(wall)
     return EvaluationResult(
         changes=sum(1 for e in events),
@@ -356,49 +358,3 @@ def _update(
     if dirty or starts_firing:
         alert.updated_at = wall if starts_firing else alert.updated_at
         changed[alert.pk] = alert
-
-
-def _apply_flags(
-    alerts: list[Alert],
-    wall: datetime,
-    events: list[AlertEvent],
-    changed: dict[int, Alert],
-    new: set[int],
-) -> None:
-    """Mark inhibited and silenced alerts (and record each change of either flag)."""
-    muted = inhibitions(alerts)
-    silences = active_silences(wall)
-    for alert in alerts:
-        source = muted.get(alert.pk)
-        if (source is not None) != alert.inhibited or alert.inhibited_by_id != source:
-            kind = EventKind.INHIBITED if source is not None else EventKind.UNINHIBITED
-            alert.inhibited, alert.inhibited_by_id = source is not None, source
-            events.append(AlertEvent(alert=alert, ts=wall, kind=kind, detail={"by_alert": source}))
-            _touch(alert, wall, changed, new)
-        silence = next((s for s, m in silences if matches_all(m, alert.labels)), None)
-        silence_id = silence.pk if silence else None
-        if (silence is not None) != alert.silenced or alert.silenced_by_id != silence_id:
-            kind = EventKind.SILENCED if silence is not None else EventKind.UNSILENCED
-            alert.silenced, alert.silenced_by_id = silence is not None, silence_id
-            events.append(
-                AlertEvent(alert=alert, ts=wall, kind=kind, detail={"silence": silence_id})
-            )
-            _touch(alert, wall, changed, new)
-
-
-def _touch(alert: Alert, wall: datetime, changed: dict[int, Alert], new: set[int]) -> None:
-    alert.updated_at = wall
-    if alert.pk not in new:
-        changed[alert.pk] = alert
-
-
-def _end_until_resolved_silences(active: Iterable[Alert], wall: datetime) -> None:
-    """ "Until resolved" silences end once no pending or firing alert matches them."""
-    for silence, matchers in active_silences(wall):
-        if not silence.until_resolved or any(matches_all(matchers, a.labels) for a in active):
-            continue
-        silence.ends_at = wall
-        silence.save(update_fields=["ends_at"])
-        SilenceAudit.objects.create(
-            silence=silence, silence_ref=silence.pk, action=SilenceAudit.Action.ENDED
-        )

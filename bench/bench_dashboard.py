@@ -65,7 +65,7 @@ def tensor(node: int, gpu: int, k: int) -> float:
 @transaction.atomic
 def write_postgres(first: int, count: int, start: datetime) -> None:
     """Nodes ``gpu-<first>…`` and 24 h of 5-minute GPU rollups (what ingest keeps for long windows)."""
-    from ingest.models import Node
+    from ingest.models import IngestCursor, Node
     from ingest.partitions import ROLLUP_TABLES, ensure_partitions
     from ingest.store import GPU_TABLE, CopyTable, copy_rows
 
@@ -91,6 +91,8 @@ def write_postgres(first: int, count: int, start: datetime) -> None:
         for k in range(HOURS * 3600 // STEP)
     ]
     copy_rows(rollup, rows)
+    # As after an ingest cycle: the cursor keys the heatmap cache (see dashboard.api.cache).
+    IngestCursor.objects.update_or_create(family="gpu", defaults={"covered_until": end})
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE ingest_gpurollup")
 
@@ -133,9 +135,12 @@ def bench_prometheus(count: int, start: datetime, workdir: Path) -> float:
         prometheus.stop()
 
 
-def bench_heatmap_json(start: datetime, user: object) -> tuple[float, int]:
-    """Median time of GET /api/v1/heatmap (512 nodes × 288 columns) through Django, and its size."""
+def bench_heatmap_json(start: datetime, user: object) -> tuple[float, float, int]:
+    """GET /api/v1/heatmap (512 nodes × 288 columns) through Django: cold, cached (median), size."""
+    from django.core.cache import cache
     from django.test import Client
+
+    from dashboard.api.cache import heatmap_key
 
     client = Client(HTTP_HOST="127.0.0.1")
     client.force_login(user)
@@ -146,11 +151,17 @@ def bench_heatmap_json(start: datetime, user: object) -> tuple[float, int]:
     assert (
         response.status_code == 200 and len(body["nodes"]) == 512 and len(body["times"]) == 288
     ), body.get("detail")
-    return timed(lambda: client.get(url)), len(response.content)
+    key = heatmap_key("gpu_util", "name", start, end, STEP)
+
+    def cold() -> None:
+        cache.delete(key)
+        client.get(url)
+
+    return timed(cold, runs=3), timed(lambda: client.get(url)), len(response.content)
 
 
-def bench_browser(server_url: str, username: str, password: str) -> float:
-    """Navigation start → heatmap drawn (performance.now() at Plotly.react's return), median of 3."""
+def bench_browser(server_url: str, username: str, password: str) -> tuple[float, float]:
+    """Navigation start → heatmap drawn (performance.now() after Plotly.react), first (cold) and median of 3."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -175,7 +186,7 @@ def bench_browser(server_url: str, username: str, password: str) -> float:
             assert rows == 1024, rows
             times.append(page.evaluate("() => window.cwFabric.drawnAt") / 1000)
         browser.close()
-    return statistics.median(times[1:])
+    return times[0], statistics.median(times[1:])
 
 
 def main() -> None:
@@ -196,22 +207,26 @@ def main() -> None:
         )
         user = get_user_model().objects.create_user("bench", password="bench-password-123")
         write_postgres(0, 512, start)
-        json_time, size = bench_heatmap_json(start, user)
+        cold, warm, size = bench_heatmap_json(start, user)
         prom_time = bench_prometheus(512, start, workdir)
+        print(f"heatmap JSON, 512 nodes × 24 h (288 × 5-min columns, {size / 1e6:.1f} MB):")
         print(
-            f"heatmap JSON, 512 nodes × 24 h (288 × 5-min columns, {size / 1e6:.1f} MB): {json_time * 1000:.0f} ms"
+            f"  cold (first viewer after an ingest cycle): {cold * 1000:6.0f} ms  {prom_time / cold:5.1f}× Prometheus"
         )
         print(
-            f"Prometheus query_range, same samples and step:            {prom_time * 1000:.0f} ms"
+            f"  cached (same cycle, cursor-keyed):         {warm * 1000:6.0f} ms  {prom_time / warm:5.1f}× Prometheus"
         )
-        print(f"ratio: {prom_time / json_time:.1f}× (goal ≥ 10×)")
+        print(
+            f"Prometheus query_range, same samples, same step: {prom_time * 1000:.0f} ms (goal: ≥ 10× slower than us)"
+        )
         write_postgres(512, 512, start)
         with override_static(workdir):
             call_command("collectstatic", interactive=False, verbosity=0)
             with run_asgi_server(subprocess_env(DEBUG="0"), log_dir=workdir) as server:
-                drawn = bench_browser(server.url, "bench", "bench-password-123")
+                first, drawn = bench_browser(server.url, "bench", "bench-password-123")
+        print("navigation → drawn 1,024-node heatmap (24 h), headless Chromium (goal ≤ 1500 ms):")
         print(
-            f"navigation → drawn 1,024-node heatmap (24 h), headless Chromium: {drawn * 1000:.0f} ms (goal ≤ 1500 ms)"
+            f"  first load (cold cache): {first * 1000:.0f} ms; later loads (median of 3): {drawn * 1000:.0f} ms"
         )
     finally:
         connection.close()

@@ -144,26 +144,18 @@ def main() -> None:
     from django.core.management import call_command
 
     from simulator import Cluster, ClusterSpec
-    from tests.support.prometheus import simulated_prometheus
 
     call_command("migrate", verbosity=0)
     end = float(int(time.time() // 30) * 30)
     cluster = Cluster(ClusterSpec(nodes=args.nodes, seed=1, epoch=datetime.fromtimestamp(end, UTC)))
     history = timedelta(hours=args.hours)
-    print(
-        f"simulating {args.nodes} nodes, {args.hours:g} h of history (promtool backfill)…",
-        flush=True,
-    )
-    began = time.perf_counter()
     try:
-        with (
-            tempfile.TemporaryDirectory() as workdir,
-            simulated_prometheus(
-                cluster, Path(workdir), history, 30.0, "30s", HISTORY_FAMILIES, end
-            ) as prom,
-        ):
-            print(f"  Prometheus ready in {time.perf_counter() - began:.0f} s", flush=True)
-            run(prom, end, history)
+        with tempfile.TemporaryDirectory() as workdir:
+            prometheus = history_prometheus(cluster, Path(workdir), end, history)
+            try:
+                run(prometheus.url, end, history)
+            finally:
+                prometheus.stop()
     finally:
         from django.db import connections
 
@@ -171,11 +163,37 @@ def main() -> None:
         recreate_database(drop_only=True)
 
 
-def run(prom, end: float, history: timedelta) -> None:  # noqa: ANN001
+def history_prometheus(cluster, workdir: Path, end: float, history: timedelta):  # noqa: ANN001, ANN201
+    """A Prometheus (no scraping) holding ``history`` of simulator samples before ``end``."""
+    import subprocess
+
+    from simulator import write_history
+    from tests.support.prometheus import PROMTOOL, PrometheusProcess
+
+    began = time.perf_counter()
+    stats = write_history(
+        cluster, end - history.total_seconds(), end, 30.0, workdir / "h.om", HISTORY_FAMILIES
+    )
+    print(
+        f"  history: {stats.samples:,} samples written in {time.perf_counter() - began:.0f} s",
+        flush=True,
+    )
+    began = time.perf_counter()
+    subprocess.run([PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(workdir / "h.om"),
+                    str(workdir / "tsdb")], check=True, capture_output=True)  # fmt: skip
+    (workdir / "h.om").unlink()
+    config = workdir / "prometheus.yml"
+    config.write_text("global:\n  scrape_interval: 30s\nscrape_configs: []\n")
+    prometheus = PrometheusProcess(config, workdir / "tsdb").start(timeout=120)
+    print(f"  promtool + Prometheus start: {time.perf_counter() - began:.0f} s", flush=True)
+    return prometheus
+
+
+def run(url: str, end: float, history: timedelta) -> None:
     from ingest.prometheus import PrometheusClient
     from ingest.services import ingest_all
 
-    client = PrometheusClient(prom.prometheus.url, timeout=120)
+    client = PrometheusClient(url, timeout=120)
     start_at = datetime.fromtimestamp(end, UTC) - history
     until = datetime.fromtimestamp(end - 30, UTC)
 
@@ -190,7 +208,7 @@ def run(prom, end: float, history: timedelta) -> None:  # noqa: ANN001
     size = stored_bytes()
 
     began = time.perf_counter()
-    points = fetch_only(PrometheusClient(prom.prometheus.url, timeout=120), start_at, until)
+    points = fetch_only(PrometheusClient(url, timeout=120), start_at, until)
     fetch_seconds = time.perf_counter() - began
     copy_seconds = raw_copy()
 

@@ -109,16 +109,25 @@ ALERTS_NOTIFY_RETENTION_DAYS = env.env_int("ALERTS_NOTIFY_RETENTION_DAYS", 30, m
 
 # --- alerts (see .env.example) ---------------------------------------------
 # A sample stays "current" this long; a longer gap ends a condition's streak.
-ALERTS_MAX_SAMPLE_GAP_SECONDS = env.env_int("ALERTS_MAX_SAMPLE_GAP_SECONDS", 3 * INGEST_STEP_SECONDS, minimum=1)
+ALERTS_MAX_SAMPLE_GAP_SECONDS = env.env_int(
+    "ALERTS_MAX_SAMPLE_GAP_SECONDS", 3 * INGEST_STEP_SECONDS, minimum=1
+)
 ALERTS_MAX_CATCHUP_SECONDS = env.env_int("ALERTS_MAX_CATCHUP_SECONDS", 3600, minimum=0)
-ALERTS_SILENCE_RETENTION_SECONDS = env.env_int("ALERTS_SILENCE_RETENTION_SECONDS", 5 * 86400, minimum=0)
+ALERTS_SILENCE_RETENTION_SECONDS = env.env_int(
+    "ALERTS_SILENCE_RETENTION_SECONDS", 5 * 86400, minimum=0
+)
 ALERTS_EVALUATE_ON_INGEST = env.env_bool("ALERTS_EVALUATE_ON_INGEST", True)
-ALERTS_EVALUATION_INTERVAL_SECONDS = env.env_int("ALERTS_EVALUATION_INTERVAL_SECONDS", 60, minimum=5)
-ALERTS_EVALUATION_RETENTION_SECONDS = env.env_int("ALERTS_EVALUATION_RETENTION_SECONDS", 2 * 86400, minimum=0)
+ALERTS_EVALUATION_INTERVAL_SECONDS = env.env_int(
+    "ALERTS_EVALUATION_INTERVAL_SECONDS", 60, minimum=5
+)
+ALERTS_EVALUATION_RETENTION_SECONDS = env.env_int(
+    "ALERTS_EVALUATION_RETENTION_SECONDS", 2 * 86400, minimum=0
+)
 ALERTS_SILENCE_TOKEN_SCOPE = env.env_str("ALERTS_SILENCE_TOKEN_SCOPE", "create_runs")
 if ALERTS_SILENCE_TOKEN_SCOPE not in {"read", "checkpoints", "create_runs"}:
     env.ERRORS.append(
-        f"ALERTS_SILENCE_TOKEN_SCOPE={ALERTS_SILENCE_TOKEN_SCOPE!r}: expected read, checkpoints or create_runs"
+        f"ALERTS_SILENCE_TOKEN_SCOPE={ALERTS_SILENCE_TOKEN_SCOPE!r}: "
+        "expected read, checkpoints or create_runs"
     )
     ALERTS_SILENCE_TOKEN_SCOPE = "create_runs"
 

@@ -8,7 +8,6 @@ into the characters on screen, as text.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -22,16 +21,22 @@ THEME: dict[str, Any] = {
     "paper_bgcolor": "rgba(0,0,0,0)",
     "plot_bgcolor": "rgba(0,0,0,0)",
     "font": {"color": "#e6edf3", "size": 12},
-    "margin": {"l": 64, "r": 16, "t": 28, "b": 40},
-    "legend": {"orientation": "h", "y": -0.15},
+    "margin": {"l": 64, "r": 16, "t": 36, "b": 48},
+    "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
     "hovermode": "x unified",
 }
 AXIS = {"gridcolor": "#2b3642", "zerolinecolor": "#2b3642"}
 
 
+ENTITIES = str.maketrans({"&": "&#38;", "<": "&#60;", ">": "&#62;", '"': "&#34;", "'": "&#39;"})
+
+
 def label(value: object) -> str:
-    """An untrusted label value made safe for Plotly's HTML-ish text rendering."""
-    return html.escape(str(value), quote=True)
+    """An untrusted label value made safe for Plotly's HTML-ish text rendering.
+
+    Numeric entities, because plotly.js decodes those (and not ``&quot;``) back to characters.
+    """
+    return str(value).translate(ENTITIES)
 
 
 def _finish(fig: go.Figure, height: int) -> Figure:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -21,6 +22,7 @@ from tests.support.processes import (
     run_celery_worker,
     subprocess_env,
 )
+from tests.support.timeseries import truncate_timeseries, uses_transactional_db
 
 PASSWORD = "correct horse battery staple"
 
@@ -51,6 +53,18 @@ def collected_static(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]
     with override_settings(STATIC_ROOT=root):
         call_command("collectstatic", interactive=False, verbosity=0)
         yield root
+
+
+@pytest.fixture(autouse=True)
+def _empty_timeseries_after_committing_tests(
+    request: pytest.FixtureRequest, django_db_blocker: Any
+) -> Iterator[None]:
+    """Transactional tests commit time-series rows that Django's flush would leave behind."""
+    yield
+    marker = request.node.get_closest_marker("django_db")
+    if uses_transactional_db(list(request.fixturenames), marker.kwargs if marker else {}):
+        with django_db_blocker.unblock():
+            truncate_timeseries()
 
 
 @pytest.fixture

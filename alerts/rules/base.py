@@ -90,6 +90,10 @@ class Rule(Protocol):
         """Seconds of data before ``as_of`` the rule needs."""
         ...
 
+    def prefilter(self, settings: RuleSettings) -> dict[str, tuple[str, list[Any]]]:
+        """Per dense dataset, an SQL predicate every true point satisfies (optional)."""
+        ...
+
     def as_of(self, data: EvaluationData) -> float:
         """The data time the rule judges at."""
         ...
@@ -125,6 +129,15 @@ class BaseRule:
             + max(windows, default=0.0)
             + 2 * max_gap
         )
+
+    def prefilter(self, settings: RuleSettings) -> dict[str, tuple[str, list[Any]]]:
+        """Optional: per dense dataset, an SQL predicate every true point satisfies.
+
+        The selectors then fetch whole series only for the GPUs / ports with a row
+        matching it (a necessary condition, so results are the same; only much less
+        data crosses into Python). No entry: the rule needs every series.
+        """
+        return {}
 
     def as_of(self, data: EvaluationData) -> float:
         """The data time the rule judges at: its family's ingest cursor (optional override)."""

@@ -22,7 +22,7 @@ class NodeMetricsMissing(BaseRule):
     """
 
     id = "node_metrics_missing"
-    needs = ("gpu", "ib", "last_seen")
+    needs = ("gpu_times", "throughput", "last_seen")
     family = "gpu"
     scope = ("node",)
     severity = "critical"
@@ -76,15 +76,13 @@ class NodeMetricsMissing(BaseRule):
 
 
 def _sample_times(data: EvaluationData, family: str) -> dict[str, list[float]]:
-    """Per node, the sorted distinct sample times of a family (plus its newest sample before the window)."""
-    points = data.gpu if family == "gpu" else data.ib if family == "ib" else []
-    times: dict[str, set[float]] = defaultdict(set)
-    for pt in points:
-        times[pt.node].add(pt.ts)
+    """Per node, sorted distinct sample times in the window plus its newest sample before it."""
+    times = {node: list(seq) for node, seq in data.node_sample_times(family).items()}
     for (fam, node), ts in data.last_seen.items():
-        if fam == family:
-            times[node].add(ts)
-    return {node: sorted(seq) for node, seq in times.items()}
+        if fam == family and ts not in times.get(node, ()):
+            times.setdefault(node, []).append(ts)
+            times[node].sort()
+    return times
 
 
 @register

@@ -104,6 +104,14 @@ class RunCheckpoints(NamedTuple):
     checkpoints: tuple[float, ...]
 
 
+class NodeThroughput(NamedTuple):
+    """A node's IB throughput (tx + rx over all its ports) at one step."""
+
+    node: str
+    ts: float
+    bytes_per_second: float
+
+
 class FamilyCursor(NamedTuple):
     """How far an ingest family is covered, and when it last succeeded."""
 
@@ -157,9 +165,46 @@ class EvaluationData:
     runs: list[RunCheckpoints] = field(default_factory=list)
     leaf_switches: dict[tuple[str, str, int], str] = field(default_factory=dict)
     last_seen: dict[tuple[str, str], float] = field(default_factory=dict)
+    # Shapes the selectors aggregate in SQL; None → derived from the dense points above (tests).
+    throughput: list[NodeThroughput] | None = None
+    sample_times: dict[tuple[str, str], list[float]] | None = None
+    port_last_seen: dict[tuple[str, str, int], float] | None = None
     cursors: list[FamilyCursor] = field(default_factory=list)
     # Filled while rules run, for rules derived from others (ib_switch_fault).
     current: dict[str, list[Any]] = field(default_factory=dict)
+
+    def node_throughput(self) -> list[NodeThroughput]:
+        """Per node and step, tx + rx bytes/s over all its ports."""
+        if self.throughput is not None:
+            return self.throughput
+        sums: dict[tuple[str, float], float] = {}
+        for pt in self.ib:
+            key = (pt.node, pt.ts)
+            sums[key] = sums.get(key, 0.0) + (pt.tx_bytes or 0.0) + (pt.rx_bytes or 0.0)
+        return [NodeThroughput(node, ts, value) for (node, ts), value in sums.items()]
+
+    def node_sample_times(self, family: str) -> dict[str, list[float]]:
+        """Per node, the sorted distinct sample times of ``family`` ("gpu" or "ib") in the window."""
+        if self.sample_times is not None and any(fam == family for fam, _ in self.sample_times):
+            return {node: t for (fam, node), t in self.sample_times.items() if fam == family}
+        times: dict[str, set[float]] = {}
+        if family == "ib" and self.throughput is not None:  # per-node sums are keyed by sample time
+            for node, ts, _ in self.throughput:
+                times.setdefault(node, set()).add(ts)
+            return {node: sorted(seq) for node, seq in times.items()}
+        for pt in self.gpu if family == "gpu" else self.ib if family == "ib" else []:
+            times.setdefault(pt.node, set()).add(pt.ts)
+        return {node: sorted(seq) for node, seq in times.items()}
+
+    def port_last_sample(self) -> dict[tuple[str, str, int], float]:
+        """Per port, its newest sample time in the window."""
+        if self.port_last_seen is not None:
+            return self.port_last_seen
+        last: dict[tuple[str, str, int], float] = {}
+        for pt in self.ib:
+            key = (pt.node, pt.device, pt.port)
+            last[key] = max(pt.ts, last.get(key, pt.ts))
+        return last
 
     def as_of_family(self, family: str) -> float:
         """The data time of a family: how far ingest has covered it (else now)."""

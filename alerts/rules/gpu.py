@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator
 from operator import attrgetter
+from typing import Any
 
 from .base import BaseRule, Param, RuleSettings, register
 from .data import Detail, EvaluationData, GpuPoint, NvlinkPoint, Signal, XidPoint
@@ -64,6 +65,11 @@ class TensorDrift(BaseRule):
         ),
         Param("require_run", bool, True, "only GPUs of nodes that hold a run's pod"),
     )
+
+    def prefilter(self, settings: RuleSettings) -> dict[str, tuple[str, list[Any]]]:
+        """Only GPUs that were busy with idle tensor cores at some step."""
+        p = settings.params
+        return {"gpu": ("util >= %s AND tensor <= %s", [p["util_min"], p["tensor_max"]])}
 
     def signals(self, data: EvaluationData, settings: RuleSettings) -> Iterator[Signal]:
         p = settings.params

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator
 from operator import attrgetter
+from typing import Any
 
 from .base import BaseRule, Param, RuleSettings, register
-from .data import Detail, EvaluationData, IbErrorPoint, IbPoint, Signal
+from .data import Detail, EvaluationData, IbErrorPoint, Signal
 from .series import duration, group, iso
 
 PORT_KEY = attrgetter("node", "device", "port")
@@ -140,11 +141,12 @@ class IbLinkFlap(BaseRule):
     """A link went down and came back: link_downed increased, or the state left active and returned.
 
     The condition holds for ``window_seconds`` (15 min) after each flap, so a
-    link that flaps every few minutes is one alert, not many.
+    link that flaps every few minutes is one alert, not many. A return to active
+    is a port reporting again after its non-active steps.
     """
 
     id = "ib_link_flap"
-    needs = ("ib_errors", "ib", "leaf_switches")
+    needs = ("ib_errors", "leaf_switches", "port_last_seen")
     family = "ib"
     scope = ("node", "device", "port")
     severity = "critical"
@@ -152,7 +154,7 @@ class IbLinkFlap(BaseRule):
 
     def signals(self, data: EvaluationData, settings: RuleSettings) -> Iterator[Signal]:
         window = float(settings.params["window_seconds"])
-        last_seen = _port_last_seen(data.ib)
+        last_seen = data.port_last_sample()
         for key, points in group(data.ib_errors, PORT_KEY):
             flaps = [
                 (pt.ts, f"link_downed +{pt.link_downed:.0f}") for pt in points if pt.link_downed > 0
@@ -187,13 +189,6 @@ class IbLinkFlap(BaseRule):
             )
 
 
-def _port_last_seen(points: list[IbPoint]) -> dict[tuple[str, str, int], float]:
-    last: dict[tuple[str, str, int], float] = {}
-    for pt in points:
-        last[(pt.node, pt.device, pt.port)] = pt.ts
-    return last
-
-
 def _state_returns(
     points: list[IbErrorPoint], last_seen: float | None, gap: float
 ) -> list[tuple[float, str]]:
@@ -216,6 +211,10 @@ class IbCounterSaturated(BaseRule):
     family = "ib"
     scope = ("node", "device", "port")
     severity = "warning"
+
+    def prefilter(self, settings: RuleSettings) -> dict[str, tuple[str, list[Any]]]:
+        """Only ports with a pegged counter at some step."""
+        return {"ib": ("saturated <> 0", [])}
 
     def signals(self, data: EvaluationData, settings: RuleSettings) -> Iterator[Signal]:
         for key, points in group(data.ib, PORT_KEY):

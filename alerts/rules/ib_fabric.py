@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterator
+from typing import Any
 
 from .base import BaseRule, Param, RuleSettings, register
 from .data import Detail, EvaluationData, Signal
@@ -37,6 +38,11 @@ class IbCongestion(BaseRule):
         ),
         Param("ticks_per_second", float, 1.0e6, "PortXmitWait ticks per second of wall time"),
     )
+
+    def prefilter(self, settings: RuleSettings) -> dict[str, tuple[str, list[Any]]]:
+        """Only ports that waited at least the threshold share at some step."""
+        p = settings.params
+        return {"ib": ("xmit_wait >= %s", [p["wait_share_min"] * p["ticks_per_second"]])}
 
     def signals(self, data: EvaluationData, settings: RuleSettings) -> Iterator[Signal]:
         share_min = settings.params["wait_share_min"]
@@ -80,7 +86,7 @@ class IbStraggler(BaseRule):
     """
 
     id = "ib_straggler"
-    needs = ("ib", "assignments")
+    needs = ("throughput", "assignments")
     family = "ib"
     scope = ("node", "namespace", "run")
     severity = "warning"
@@ -101,12 +107,9 @@ class IbStraggler(BaseRule):
 
     def signals(self, data: EvaluationData, settings: RuleSettings) -> Iterator[Signal]:
         p = settings.params
-        throughput: dict[tuple[float, str], float] = defaultdict(float)
-        for pt in data.ib:
-            throughput[(pt.ts, pt.node)] += (pt.tx_bytes or 0.0) + (pt.rx_bytes or 0.0)
         runs = Allocations(data.assignments, data.max_gap)
         by_step: dict[tuple[float, str, str], list[tuple[float, str]]] = defaultdict(list)
-        for (ts, node), value in throughput.items():
+        for node, ts, value in data.node_throughput():
             run = runs.at(node, ts)
             if run is not None:
                 by_step[(ts, run.namespace, run.run)].append((value, node))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from urllib.parse import quote
 
 from django import template
@@ -49,3 +49,14 @@ def get_item(mapping: dict, key: str) -> object:
 def split(value: str) -> list[str]:
     """Whitespace-split a literal list in a template."""
     return value.split()
+
+
+@register.filter
+def short_time(value: datetime | str | None) -> str:
+    """``11-29 21:23 UTC`` from a datetime or an ISO string (dashboards read times at a glance)."""
+    if not value:
+        return "—"
+    moment = (
+        datetime.fromisoformat(value.replace("Z", "+00:00")) if isinstance(value, str) else value
+    )
+    return moment.astimezone(UTC).strftime("%m-%d %H:%M UTC")

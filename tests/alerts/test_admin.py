@@ -63,7 +63,7 @@ def test_silence_created_in_the_admin_with_nodes_a_rule_and_a_preset(
         "starts_at_0": "", "starts_at_1": "", "comment": "rack 7 maintenance",
     })  # fmt: skip
     assert response.status_code == 302, [
-        l for l in response.content.decode().splitlines() if "error" in l
+        line for line in response.content.decode().splitlines() if "error" in line
     ]
     silence = Silence.objects.get()
     assert silence.matchers == [{"name": "node", "op": "=~", "value": "gpu\\-001|gpu\\-002"},

@@ -210,3 +210,18 @@ def test_a_change_publishes_one_typed_live_event_after_commit(
     with django_capture_on_commit_callbacks(execute=True):
         evaluate(now=NOW)
     assert len(published) == 1
+
+
+def test_a_fault_that_returns_after_resolution_opens_a_new_alert(cluster: dict) -> None:
+    node = cluster["gpu-001"]
+    seed.xid(node, 2, NOW - 7200, 79)
+    seed.cover(NOW - 4000)
+    evaluate(now=NOW - 4000)
+    seed.cover(NOW - 3000)
+    evaluate(now=NOW - 3000)
+    seed.xid(node, 2, NOW - 60, 48)
+    seed.cover(NOW)
+    evaluate(now=NOW)
+    first, second = Alert.objects.order_by("pending_since")
+    assert (first.state, first.resolved_at) == ("resolved", seed.dt(NOW - 7200 + 3600))
+    assert (second.state, second.value, second.fingerprint) == ("firing", 48.0, first.fingerprint)

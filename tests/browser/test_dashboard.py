@@ -12,6 +12,7 @@ from ingest.events import ingest_committed, publish_committed
 from tests.browser.conftest import log_in
 from tests.conftest import PASSWORD
 from tests.dashboard.factories import SCRIPT_NODE, XSS_NODE, align, make_cluster, write_samples
+from tests.dashboard.test_pages import make_alert
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -25,13 +26,17 @@ def z_matrix(page: object) -> list[list[float | None]]:
 def test_pages_heatmap_click_and_live_column(browser, asgi_server, user, screenshot) -> None:  # noqa: ANN001
     end = align(datetime.now(UTC), 30) - timedelta(seconds=60)
     cluster = make_cluster(count=16, hours=1, end=end)
+    make_alert(cluster.drift_node)
+    make_alert(cluster.error_node, severity="warning", silenced=True)
+    make_alert(XSS_NODE, severity="warning")
     page = log_in(browser, asgi_server.url, user.username, PASSWORD)
 
     # Overview: counts and the reported-vs-real chart.
     screenshot(page, "overview")
     assert page.errors == []
     page.wait_for_selector("#plot-util .main-svg")
-    assert page.inner_text("[data-state=healthy] .count") == "16"
+    assert page.inner_text("[data-state=critical] .count") == "1"
+    assert page.inner_text("[data-state=healthy] .count") == "13"
     screenshot(page, "overview")
 
     # Fabric: one row per node; the drift node stands out.
@@ -52,13 +57,15 @@ def test_pages_heatmap_click_and_live_column(browser, asgi_server, user, screens
     column = state["times"].index(end.strftime("%Y-%m-%dT%H:%M:%SZ"))
     assert all(row[column] is None for row in z_matrix(page))
     write_samples(cluster, end, end + timedelta(seconds=30))
-    publish_committed(
-        ingest_committed(["gpu", "ib"], (end + timedelta(seconds=30)).isoformat(), 64)
-    )
-    page.wait_for_function(
-        f"() => document.getElementById('heatmap').data[0].z.every(row => row[{column}] !== null)",
-        timeout=10_000,
-    )
+    event = ingest_committed(["gpu", "ib"], (end + timedelta(seconds=30)).isoformat(), 64)
+    publisher = threading.Thread(target=publish_committed, args=(event,))  # off Playwright's loop
+    publisher.start()
+    publisher.join()
+    # The window slides as columns arrive, so find the column by its time.
+    filled = """([t]) => { const s = window.cwFabric.state().body, j = s.times.indexOf(t);
+        return j >= 0 && s.values.every(row => row[j] !== null); }"""
+    page.wait_for_function(filled, arg=[state["times"][column]], timeout=10_000)
+    assert z_matrix(page) is not None
     assert page.evaluate("() => window.__sameDocument") is True
 
     # Click the drift node's cell: its page, at that time.

@@ -5,18 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from django.db import connection
 
-#: Unmanaged (partitioned) tables: Django's flush between transactional tests skips them.
-TIMESERIES_TABLES = (
-    "ingest_gpusample", "ingest_ibsample", "ingest_kueuesample", "ingest_gpurollup", "ingest_ibrollup",
-)  # fmt: skip
-
-
-def truncate_timeseries() -> None:
-    """Empty every time-series table (all partitions)."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"TRUNCATE {', '.join(TIMESERIES_TABLES)}")
+from tests.support.timeseries import TIMESERIES_TABLES, truncate_timeseries  # noqa: F401
 
 
 @pytest.fixture(autouse=True)

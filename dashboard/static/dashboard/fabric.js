@@ -49,8 +49,19 @@
     return ["No GPU metrics found for this window —", ["/coverage/", "see Coverage"]];
   }
 
+  // Category labels must stay unique after shortening, or two rows would merge.
+  function uniqueTicks(names) {
+    var seen = {};
+    return names.map(function (name) {
+      var tick = window.cwTick(name);
+      while (seen[tick]) { tick += "\u200b"; }
+      seen[tick] = true;
+      return tick;
+    });
+  }
+
   function figure(body) {
-    var labels = body.nodes.map(window.cwEscape);
+    var labels = uniqueTicks(body.nodes);
     var marked = { x: [], y: [], color: [] };
     body.nodes.forEach(function (name, i) {
       var mark = body.marks && body.marks[name];
@@ -59,7 +70,7 @@
     var rows = body.nodes.length;
     var heat = {
       type: "heatmap", x: body.times, y: labels, z: body.values, zsmooth: false, hoverinfo: "none",
-      colorscale: HIGH_IS_BAD[body.metric] ? "Inferno" : "Viridis", reversescale: false,
+      colorscale: HIGH_IS_BAD[body.metric] ? "Hot" : "Viridis", reversescale: false,
       colorbar: { title: { text: body.unit, side: "right" }, thickness: 12 }, xgap: 0, ygap: rows > 200 ? 0 : 1,
     };
     var marks = {
@@ -70,9 +81,9 @@
       height: Math.min(Math.max(rows * 12 + 110, 320), 1100),
       paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { color: "#e6edf3", size: 11 },
       margin: { l: 150, r: 20, t: 10, b: 50 },
-      xaxis: { domain: [0.015, 1], title: { text: "time (UTC)" }, type: "date", gridcolor: "#2b3642" },
-      xaxis2: { domain: [0, 0.01], visible: false, range: [-1, 1] },
-      yaxis: { type: "category", autorange: "reversed", title: { text: "node" }, automargin: false,
+      xaxis: { domain: [0, 0.985], title: { text: "time (UTC)" }, type: "date", gridcolor: "#2b3642" },
+      xaxis2: { domain: [0.988, 1], visible: false, range: [-1, 1] },
+      yaxis: { type: "category", autorange: "reversed", title: { text: "node" }, automargin: false, showgrid: false,
         showticklabels: rows <= 120, tickfont: { size: 10 } },
     };
     return { data: [heat, marks], layout: layout };
@@ -113,15 +124,15 @@
       var empty = document.getElementById("rails-empty");
       empty.hidden = true;
       if (!body.nodes || !body.nodes.length) { purge(railsPlot); showEmpty("rails-empty", "No IB ports found for this window —", ["/coverage/", "see Coverage"]); return; }
-      var labels = body.nodes.map(window.cwEscape);
+      var labels = uniqueTicks(body.nodes);
       Plotly.react(railsPlot, [{
-        type: "heatmap", x: body.ports.map(window.cwEscape), y: labels, z: body.values, hoverinfo: "none",
-        colorscale: body.metric === "ib_errors" || body.metric === "ib_xmit_wait" ? "Inferno" : "Viridis",
+        type: "heatmap", x: body.ports.map(window.cwTick), y: labels, z: body.values, hoverinfo: "none",
+        colorscale: HIGH_IS_BAD[body.metric] ? "Hot" : "Viridis",
         colorbar: { title: { text: body.unit, side: "right" }, thickness: 12 },
       }], {
         height: Math.min(Math.max(body.nodes.length * 12 + 110, 260), 900), paper_bgcolor: "rgba(0,0,0,0)",
         plot_bgcolor: "rgba(0,0,0,0)", font: { color: "#e6edf3", size: 11 }, margin: { l: 150, r: 20, t: 10, b: 60 },
-        xaxis: { type: "category", title: { text: "HCA port (device:port)" } },
+        xaxis: { type: "category", title: { text: "HCA (device)" } },
         yaxis: { type: "category", autorange: "reversed", title: { text: "node" }, showticklabels: body.nodes.length <= 120 },
       }, window.cwFigures.config);
       railsBody = body;
@@ -173,13 +184,14 @@
     });
   }
 
-  // Live: fetch only the new tail and splice it in (columns appended, last one refreshed).
+  // Live: fetch only the new tail and splice it in (columns appended, the last ten refreshed).
   function extend() {
     if (!state || !state.body.nodes.length) { return load(); }
     var body = state.body;
     var q = new URLSearchParams(state.query);
     var step = body.step * 1000;
-    var last = Date.parse(body.times[body.times.length - 1]);
+    // From a few columns back: ingest settles a little behind now, so recent columns fill late.
+    var last = Math.max(Date.parse(body.times[Math.max(body.times.length - 10, 0)]), Date.parse(body.start));
     q.delete("window"); q.delete("width");
     q.set("start", new Date(last).toISOString().replace(".000", ""));
     q.set("end", new Date(Math.ceil(Date.now() / step) * step + step).toISOString().replace(".000", ""));

@@ -12,9 +12,15 @@
     },
   };
   // Text for the DOM (textContent) never needs escaping; for Plotly strings it does.
+  // Numeric entities: plotly.js decodes them back to the characters (it does not know &quot;).
+  var ENTITIES = { "&": "&#38;", "<": "&#60;", ">": "&#62;", '"': "&#34;", "'": "&#39;" };
   window.cwEscape = function (value) {
-    return String(value).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
-      .replace(/"/g, "&quot;").replace(/'/g, "&#39;");
+    return String(value).replace(/[&<>"']/g, function (c) { return ENTITIES[c]; });
+  };
+  // A tick label: escaped, long names shortened (the hover box shows them whole).
+  window.cwTick = function (value) {
+    var text = String(value);
+    return window.cwEscape(text.length > 22 ? text.slice(0, 21) + "\u2026" : text);
   };
   // Live refresh of server-rendered fragments: fetch this page, swap the elements with these ids.
   window.cwRefresh = function (ids) {

@@ -1,0 +1,114 @@
+"""All SQL the rules engine runs against ingest's tables, in one place (read-only).
+
+Times come back as unix seconds. ``{pred}`` placeholders take a rule's
+prefilter predicate (see ``BaseRule.prefilter``); window bounds are unix seconds.
+"""
+
+from __future__ import annotations
+
+EPOCH = "extract(epoch from {})::float8"
+WINDOW = "ts > to_timestamp(%s) AND ts <= to_timestamp(%s)"
+
+GPU_COLUMNS = f"n.name, s.gpu, {EPOCH.format('s.ts')}, s.util, s.tensor, s.sm, s.power"
+GPU_ALL = f"""
+SELECT {GPU_COLUMNS} FROM ingest_gpusample s JOIN ingest_node n ON n.id = s.node_id
+WHERE s.{WINDOW} ORDER BY n.name, s.gpu, s.ts
+"""
+GPU_CANDIDATES = f"""
+WITH c AS (SELECT DISTINCT node_id, gpu FROM ingest_gpusample WHERE {WINDOW} AND ({{pred}}))
+SELECT {GPU_COLUMNS} FROM c JOIN ingest_gpusample s ON s.node_id = c.node_id AND s.gpu = c.gpu
+JOIN ingest_node n ON n.id = s.node_id
+WHERE s.{WINDOW} ORDER BY n.name, s.gpu, s.ts
+"""
+NVLINK = f"""
+SELECT n.name, s.gpu, {EPOCH.format("s.ts")}, coalesce(s.nvlink_crc_flit, 0), coalesce(s.nvlink_crc_data, 0)
+FROM ingest_gpusample s JOIN ingest_node n ON n.id = s.node_id
+WHERE s.{WINDOW} AND (s.nvlink_crc_flit > 0 OR s.nvlink_crc_data > 0)
+ORDER BY n.name, s.gpu, s.ts
+"""
+IB_COLUMNS = f"n.name, p.device, p.port, {EPOCH.format('s.ts')}, s.tx_bytes, s.rx_bytes, s.xmit_wait, s.state, s.saturated"
+IB_ALL = f"""
+SELECT {IB_COLUMNS} FROM ingest_ibsample s JOIN ingest_ibport p ON p.id = s.port_id
+JOIN ingest_node n ON n.id = p.node_id
+WHERE s.{WINDOW} ORDER BY n.name, p.device, p.port, s.ts
+"""
+IB_CANDIDATES = f"""
+WITH c AS (SELECT DISTINCT port_id FROM ingest_ibsample WHERE {WINDOW} AND ({{pred}}))
+SELECT {IB_COLUMNS} FROM c JOIN ingest_ibsample s ON s.port_id = c.port_id
+JOIN ingest_ibport p ON p.id = s.port_id JOIN ingest_node n ON n.id = p.node_id
+WHERE s.{WINDOW} ORDER BY n.name, p.device, p.port, s.ts
+"""
+IB_ERRORS = f"""
+SELECT n.name, p.device, p.port, {EPOCH.format("s.ts")}, coalesce(s.symbol_errors, 0),
+       coalesce(s.rcv_errors, 0), coalesce(s.local_link_integrity, 0),
+       coalesce(s.excessive_buffer_overrun, 0), coalesce(s.link_downed, 0),
+       coalesce(s.link_error_recovery, 0), s.state
+FROM ingest_ibsample s JOIN ingest_ibport p ON p.id = s.port_id JOIN ingest_node n ON n.id = p.node_id
+WHERE s.{WINDOW}
+  AND (s.symbol_errors > 0 OR s.rcv_errors > 0 OR s.local_link_integrity > 0
+       OR s.excessive_buffer_overrun > 0 OR s.link_downed > 0 OR s.link_error_recovery > 0
+       OR s.state <> 4)
+ORDER BY n.name, p.device, p.port, s.ts
+"""
+THROUGHPUT = f"""
+SELECT n.name, x.t, x.b FROM (
+    SELECT node_id, {EPOCH.format("ts")} AS t, sum(coalesce(tx_bytes, 0) + coalesce(rx_bytes, 0)) AS b
+    FROM ingest_ibsample WHERE {WINDOW} GROUP BY node_id, ts
+) x JOIN ingest_node n ON n.id = x.node_id
+"""
+GPU_SAMPLE_TIMES = f"""
+SELECT n.name, x.times FROM (
+    SELECT node_id, array_agg(DISTINCT {EPOCH.format("ts")}) AS times
+    FROM ingest_gpusample WHERE {WINDOW} GROUP BY node_id
+) x JOIN ingest_node n ON n.id = x.node_id
+"""
+PORT_LAST_SEEN = f"""
+SELECT n.name, p.device, p.port, x.t FROM (
+    SELECT port_id, {EPOCH.format("max(ts)")} AS t FROM ingest_ibsample WHERE {WINDOW} GROUP BY port_id
+) x JOIN ingest_ibport p ON p.id = x.port_id JOIN ingest_node n ON n.id = p.node_id
+"""
+XIDS = f"""
+SELECT n.name, x.gpu, {EPOCH.format("x.ts")}, x.code, x.message
+FROM ingest_xidevent x JOIN ingest_node n ON n.id = x.node_id
+WHERE x.{WINDOW} ORDER BY n.name, x.gpu, x.ts
+"""
+KUEUE = f"""
+SELECT q.name, {EPOCH.format("s.ts")}, s.pending_active, s.pending_inadmissible, s.admitted
+FROM ingest_kueuesample s JOIN ingest_clusterqueue q ON q.id = s.cluster_queue_id
+WHERE s.{WINDOW} ORDER BY q.name, s.ts
+"""
+ASSIGNMENTS = f"""
+SELECT n.name, p.namespace, p.name, j.name, {EPOCH.format("a.first_seen")}, {EPOCH.format("a.last_seen")}
+FROM ingest_podassignment a JOIN ingest_pod p ON p.id = a.pod_id JOIN ingest_job j ON j.id = p.job_id
+JOIN ingest_node n ON n.id = a.node_id
+WHERE a.last_seen >= to_timestamp(%s) AND a.first_seen <= to_timestamp(%s)
+"""
+RUNS = f"""
+SELECT j.namespace, j.name, j.state = 'running', array_agg({EPOCH.format("c.ts")} ORDER BY c.ts)
+FROM ingest_job j JOIN LATERAL (
+    SELECT ts FROM ingest_checkpoint WHERE job_id = j.id AND ts <= to_timestamp(%s) ORDER BY ts DESC LIMIT %s
+) c ON true
+WHERE j.state = 'running'
+GROUP BY j.id
+"""
+LEAF_SWITCHES = """
+SELECT n.name, p.device, p.port, p.leaf_switch
+FROM ingest_ibport p JOIN ingest_node n ON n.id = p.node_id WHERE p.leaf_switch <> ''
+"""
+CURSORS = f"""
+SELECT c.family, {EPOCH.format("c.covered_until")}, {EPOCH.format("h.last_success")}
+FROM ingest_ingestcursor c LEFT JOIN ingest_familyhealth h ON h.family = c.family
+"""
+# Newest sample of each known node absent from the window, through the primary keys
+# (node_id, gpu, ts) and (port_id, ts): a few index probes per absent node.
+LAST_SEEN = {
+    "gpu": f"""SELECT n.name, {EPOCH.format("x.ts")} FROM ingest_node n CROSS JOIN LATERAL (
+        SELECT max(s.ts) AS ts FROM ingest_gpusample s
+        WHERE s.node_id = n.id AND s.ts > to_timestamp(%s) AND s.ts <= to_timestamp(%s)) x
+        WHERE x.ts IS NOT NULL AND n.last_seen > to_timestamp(%s) AND n.name <> ALL(%s)""",
+    "ib": f"""SELECT n.name, {EPOCH.format("x.ts")} FROM ingest_node n CROSS JOIN LATERAL (
+        SELECT max(s.ts) AS ts FROM ingest_ibsample s
+        WHERE s.port_id IN (SELECT id FROM ingest_ibport WHERE node_id = n.id)
+          AND s.ts > to_timestamp(%s) AND s.ts <= to_timestamp(%s)) x
+        WHERE x.ts IS NOT NULL AND n.last_seen > to_timestamp(%s) AND n.name <> ALL(%s)""",
+}
