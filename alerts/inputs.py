@@ -31,29 +31,25 @@ from .rules.data import (
     XidPoint,
 )
 
-# sparse or small datasets: (EvaluationData attribute, SQL, family whose cursor ends the window, row type)
+# Sparse or small datasets: (EvaluationData attribute, SQL, family whose cursor ends the window, row type).
 SPARSE = {
-    "nvlink": ("nvlink", q.NVLINK, "gpu", NvlinkPoint),
     "xids": ("xids", q.XIDS, "gpu", XidPoint),
     "ib_errors": ("ib_errors", q.IB_ERRORS, "ib", IbErrorPoint),
     "kueue": ("kueue", q.KUEUE, "kueue", KueuePoint),
-    "throughput": ("throughput", q.THROUGHPUT, "ib", NodeThroughput),
 }
-# dense datasets: (attribute, SQL of every series, SQL of prefiltered series, family, row type)
-DENSE = {
-    "gpu": ("gpu", q.GPU_ALL, q.GPU_CANDIDATES, "gpu", GpuPoint),
-    "ib": ("ib", q.IB_ALL, q.IB_CANDIDATES, "ib", IbPoint),
-}
+# Served by one aggregated pass over each raw table (GPU_SCAN, IB_SCAN).
+GPU_DATASETS = ("gpu", "nvlink", "gpu_times")
+IB_DATASETS = ("ib", "throughput")
 
 
 #: Seconds spent per query of the last fetch (for the bench and ``Evaluation.timings``).
 LAST_TIMINGS: dict[str, float] = {}
 
 
-def _rows(sql: str, params: Iterable[Any], label: str = "") -> list[tuple]:
+def _rows(sql: str, params: Iterable[Any] | dict[str, Any], label: str = "") -> list[tuple]:
     started = time.perf_counter()
     with connection.cursor() as cursor:
-        cursor.execute(sql, list(params))
+        cursor.execute(sql, params if isinstance(params, dict) else list(params))
         rows = cursor.fetchall()
     if label:
         LAST_TIMINGS[label] = time.perf_counter() - started
@@ -84,7 +80,7 @@ def prefilters(rule_settings: dict[str, RuleSettings]) -> dict[str, tuple[str, l
     combined: dict[str, tuple[str, list[Any]] | None] = {}
     for rule, rs in enabled(rule_settings):
         own = rule.prefilter(rs)
-        for dataset in set(rule.needs) & set(DENSE):
+        for dataset in set(rule.needs) & {"gpu", "ib"}:
             if dataset in combined and combined[dataset] is None:
                 continue
             if dataset not in own:
@@ -131,16 +127,11 @@ def fetch(
         behind = end - (previous or {}).get(family, end)
         return [end - need[dataset] - min(max(0.0, behind), cap), end]
 
-    for dataset, (attr, every, candidates, family, row_type) in DENSE.items():
-        if dataset in need:
-            filt = prefilters(rule_settings).get(dataset)
-            bounds = window(dataset, family)
-            sql, params = (
-                (every, bounds)
-                if filt is None
-                else (candidates.format(pred=filt[0]), [*bounds, *filt[1], *bounds])
-            )
-            setattr(data, attr, list(map(row_type._make, _rows(sql, params, dataset))))
+    filters = prefilters(rule_settings)
+    if need.keys() & set(GPU_DATASETS):
+        _fetch_gpu(data, need, window, _predicate(filters, need, "gpu"), span is not None)
+    if need.keys() & set(IB_DATASETS):
+        _fetch_ib(data, need, window, _predicate(filters, need, "ib"))
     for dataset, (attr, sql, family, row_type) in SPARSE.items():
         if dataset in need:
             setattr(
@@ -148,6 +139,62 @@ def fetch(
             )
     _fetch_shapes(data, rule_settings, need, window)
     return data
+
+
+def _predicate(filters: dict, need: dict[str, float], dataset: str) -> tuple[str, list[Any]]:
+    """The SQL predicate selecting the series of ``dataset`` to fetch whole ("false": none needed)."""
+    if dataset not in need:
+        return "false", []
+    return filters.get(dataset) or ("true", [])
+
+
+def _widest(need: dict[str, float], datasets: tuple[str, ...]) -> str:
+    return max((d for d in datasets if d in need), key=lambda d: need[d])
+
+
+def _fetch_gpu(data: EvaluationData, need: dict[str, float], window: Any, predicate: tuple[str, list[Any]],
+               backtest: bool) -> None:  # fmt: skip
+    """Prefilter candidates and NVLink errors (one filtered scan), candidates' series, node sample times."""
+    sql, params = predicate
+    if "gpu" in need or "nvlink" in need:
+        bounds = window(_widest(need, ("gpu", "nvlink")), "gpu")
+        rows = _rows(q.GPU_EVENTS.format(pred=sql), [*params, *bounds, *params], "gpu_events")
+        nvlink_start = window("nvlink", "gpu")[0] if "nvlink" in need else bounds[1]
+        candidates = sorted({(node_id, gpu) for _, node_id, gpu, _, hit, _, _ in rows if hit})
+        data.nvlink = sorted(
+            NvlinkPoint(name, gpu, ts, flit, crc)
+            for name, _, gpu, ts, _, flit, crc in rows
+            if ts > nvlink_start and (flit > 0 or crc > 0)
+        )
+        if candidates and "gpu" in need:
+            node_ids, gpus = zip(*candidates, strict=True)
+            series = _rows(
+                q.GPU_SERIES, [list(node_ids), list(gpus), *window("gpu", "gpu")], "gpu_series"
+            )
+            data.gpu = list(map(GpuPoint._make, series))
+    if "gpu_times" in need:
+        rows = _rows(
+            q.GPU_TIMES if backtest else q.GPU_LAST, window("gpu_times", "gpu"), "gpu_times"
+        )
+        data.sample_times = {("gpu", node): sorted(times) for node, times in rows}
+
+
+def _fetch_ib(
+    data: EvaluationData, need: dict[str, float], window: Any, predicate: tuple[str, list[Any]]
+) -> None:
+    """Per-node throughput (hence IB sample times) and the whole series of the prefilter's candidates."""
+    if "throughput" in need:
+        rows = _rows(q.IB_THROUGHPUT, window("throughput", "ib"), "ib_throughput")
+        data.throughput = list(map(NodeThroughput._make, rows))
+    if "ib" in need:
+        sql, params = predicate
+        bounds = window("ib", "ib")
+        data.ib = list(
+            map(
+                IbPoint._make,
+                _rows(q.IB_CANDIDATES.format(pred=sql), [*bounds, *params, *bounds], "ib"),
+            )
+        )
 
 
 def _fetch_shapes(data: EvaluationData, rule_settings: dict[str, RuleSettings], need: dict[str, float],
@@ -159,22 +206,15 @@ def _fetch_shapes(data: EvaluationData, rule_settings: dict[str, RuleSettings], 
             map(Assignment._make, _rows(q.ASSIGNMENTS, [start, data.now], "assignments"))
         )
     if "runs" in need:
-        data.runs = _runs(rule_settings, data.as_of_family("checkpoints"))
+        data.runs = _runs(rule_settings, data.as_of_family("checkpoints"), data.max_gap)
     if "leaf_switches" in need:
         data.leaf_switches = {(n, d, p): leaf for n, d, p, leaf in _rows(q.LEAF_SWITCHES, [])}
-    if "port_last_seen" in need:  # "has the port reported lately": the last few steps suffice
-        end = data.as_of_family("ib")
-        rows = _rows(q.PORT_LAST_SEEN, [end - 3 * data.max_gap, end], "port_last_seen")
-        data.port_last_seen = {(n, d, p): ts for n, d, p, ts in rows}
-    if "gpu_times" in need:  # IB sample times come with the per-node throughput
-        rows = _rows(q.GPU_SAMPLE_TIMES, window("gpu_times", "gpu"), "gpu_times")
-        data.sample_times = {("gpu", node): sorted(times) for node, times in rows}
     if "last_seen" in need:
         forget = float(rule_settings["node_metrics_missing"].params["forget_after_seconds"])
         data.last_seen = _last_seen(data, need, forget)
 
 
-def _runs(rule_settings: dict[str, RuleSettings], as_of: float) -> list[RunCheckpoints]:
+def _runs(rule_settings: dict[str, RuleSettings], as_of: float, gap: float) -> list[RunCheckpoints]:
     """Running runs with their latest checkpoints (as many as the largest ``history`` + 1)."""
     history = 1 + max(
         (
@@ -186,7 +226,9 @@ def _runs(rule_settings: dict[str, RuleSettings], as_of: float) -> list[RunCheck
     )
     return [
         RunCheckpoints(ns, name, running, tuple(marks))
-        for ns, name, running, marks in _rows(q.RUNS, [as_of, history], "runs")
+        for ns, name, running, marks in _rows(
+            q.RUNS, {"as_of": as_of, "history": history, "gap": gap}, "runs"
+        )
     ]
 
 

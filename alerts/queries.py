@@ -10,28 +10,39 @@ EPOCH = "extract(epoch from {})::float8"
 WINDOW = "ts > to_timestamp(%s) AND ts <= to_timestamp(%s)"
 
 GPU_COLUMNS = f"n.name, s.gpu, {EPOCH.format('s.ts')}, s.util, s.tensor, s.sm, s.power"
-GPU_ALL = f"""
-SELECT {GPU_COLUMNS} FROM ingest_gpusample s JOIN ingest_node n ON n.id = s.node_id
-WHERE s.{WINDOW} ORDER BY n.name, s.gpu, s.ts
-"""
-GPU_CANDIDATES = f"""
-WITH c AS (SELECT DISTINCT node_id, gpu FROM ingest_gpusample WHERE {WINDOW} AND ({{pred}}))
-SELECT {GPU_COLUMNS} FROM c JOIN ingest_gpusample s ON s.node_id = c.node_id AND s.gpu = c.gpu
-JOIN ingest_node n ON n.id = s.node_id
-WHERE s.{WINDOW} ORDER BY n.name, s.gpu, s.ts
-"""
-NVLINK = f"""
-SELECT n.name, s.gpu, {EPOCH.format("s.ts")}, coalesce(s.nvlink_crc_flit, 0), coalesce(s.nvlink_crc_data, 0)
-FROM ingest_gpusample s JOIN ingest_node n ON n.id = s.node_id
-WHERE s.{WINDOW} AND (s.nvlink_crc_flit > 0 OR s.nvlink_crc_data > 0)
-ORDER BY n.name, s.gpu, s.ts
-"""
 IB_COLUMNS = f"n.name, p.device, p.port, {EPOCH.format('s.ts')}, s.tx_bytes, s.rx_bytes, s.xmit_wait, s.state, s.saturated"
-IB_ALL = f"""
-SELECT {IB_COLUMNS} FROM ingest_ibsample s JOIN ingest_ibport p ON p.id = s.port_id
-JOIN ingest_node n ON n.id = p.node_id
-WHERE s.{WINDOW} ORDER BY n.name, p.device, p.port, s.ts
+# GPU rows that matter: prefilter candidates ({pred}) and NVLink error increases (a filtered scan).
+GPU_EVENTS = f"""
+SELECT n.name, s.node_id, s.gpu, {EPOCH.format("s.ts")}, coalesce(({{pred}}), false),
+       coalesce(s.nvlink_crc_flit, 0), coalesce(s.nvlink_crc_data, 0)
+FROM ingest_gpusample s JOIN ingest_node n ON n.id = s.node_id
+WHERE s.{WINDOW} AND (({{pred}}) OR s.nvlink_crc_flit > 0 OR s.nvlink_crc_data > 0)
 """
+GPU_SERIES = f"""
+SELECT {GPU_COLUMNS} FROM ingest_gpusample s JOIN ingest_node n ON n.id = s.node_id
+JOIN unnest(%s::int[], %s::int2[]) AS c(node_id, gpu) ON c.node_id = s.node_id AND c.gpu = s.gpu
+WHERE s.{WINDOW} ORDER BY n.name, s.gpu, s.ts
+"""
+# Each node's newest GPU sample in the window (live), or all its sample times (backtests).
+GPU_LAST = f"""
+SELECT n.name, ARRAY[x.t] FROM (
+    SELECT node_id, {EPOCH.format("max(ts)")} AS t FROM ingest_gpusample WHERE {WINDOW} GROUP BY node_id
+) x JOIN ingest_node n ON n.id = x.node_id
+"""
+GPU_TIMES = f"""
+SELECT n.name, x.times FROM (
+    SELECT node_id, array_agg(DISTINCT {EPOCH.format("ts")}) AS times
+    FROM ingest_gpusample WHERE {WINDOW} GROUP BY node_id
+) x JOIN ingest_node n ON n.id = x.node_id
+"""
+# Per node and step, tx + rx over all its ports (also gives each node's IB sample times).
+IB_THROUGHPUT = f"""
+SELECT n.name, x.t, x.bytes FROM (
+    SELECT node_id, {EPOCH.format("ts")} AS t, sum(coalesce(tx_bytes, 0) + coalesce(rx_bytes, 0)) AS bytes
+    FROM ingest_ibsample WHERE {WINDOW} GROUP BY node_id, ts
+) x JOIN ingest_node n ON n.id = x.node_id
+"""
+# Whole series of the ports with a row matching {pred} in the window.
 IB_CANDIDATES = f"""
 WITH c AS (SELECT DISTINCT port_id FROM ingest_ibsample WHERE {WINDOW} AND ({{pred}}))
 SELECT {IB_COLUMNS} FROM c JOIN ingest_ibsample s ON s.port_id = c.port_id
@@ -50,23 +61,6 @@ WHERE s.{WINDOW}
        OR s.state <> 4)
 ORDER BY n.name, p.device, p.port, s.ts
 """
-THROUGHPUT = f"""
-SELECT n.name, x.t, x.b FROM (
-    SELECT node_id, {EPOCH.format("ts")} AS t, sum(coalesce(tx_bytes, 0) + coalesce(rx_bytes, 0)) AS b
-    FROM ingest_ibsample WHERE {WINDOW} GROUP BY node_id, ts
-) x JOIN ingest_node n ON n.id = x.node_id
-"""
-GPU_SAMPLE_TIMES = f"""
-SELECT n.name, x.times FROM (
-    SELECT node_id, array_agg(DISTINCT {EPOCH.format("ts")}) AS times
-    FROM ingest_gpusample WHERE {WINDOW} GROUP BY node_id
-) x JOIN ingest_node n ON n.id = x.node_id
-"""
-PORT_LAST_SEEN = f"""
-SELECT n.name, p.device, p.port, x.t FROM (
-    SELECT port_id, {EPOCH.format("max(ts)")} AS t FROM ingest_ibsample WHERE {WINDOW} GROUP BY port_id
-) x JOIN ingest_ibport p ON p.id = x.port_id JOIN ingest_node n ON n.id = p.node_id
-"""
 XIDS = f"""
 SELECT n.name, x.gpu, {EPOCH.format("x.ts")}, x.code, x.message
 FROM ingest_xidevent x JOIN ingest_node n ON n.id = x.node_id
@@ -83,13 +77,24 @@ FROM ingest_podassignment a JOIN ingest_pod p ON p.id = a.pod_id JOIN ingest_job
 JOIN ingest_node n ON n.id = a.node_id
 WHERE a.last_seen >= to_timestamp(%s) AND a.first_seen <= to_timestamp(%s)
 """
+# Runs running at data time: a pod of the run held a node then, and no terminal event
+# (succeeded, failed) came after its last checkpoint.
 RUNS = f"""
-SELECT j.namespace, j.name, j.state = 'running', array_agg({EPOCH.format("c.ts")} ORDER BY c.ts)
+SELECT j.namespace, j.name, true, array_agg({EPOCH.format("c.ts")} ORDER BY c.ts)
 FROM ingest_job j JOIN LATERAL (
-    SELECT ts FROM ingest_checkpoint WHERE job_id = j.id AND ts <= to_timestamp(%s) ORDER BY ts DESC LIMIT %s
+    SELECT ts FROM ingest_checkpoint WHERE job_id = j.id AND ts <= to_timestamp(%(as_of)s)
+    ORDER BY ts DESC LIMIT %(history)s
 ) c ON true
-WHERE j.state = 'running'
+WHERE EXISTS (
+    SELECT 1 FROM ingest_pod p JOIN ingest_podassignment a ON a.pod_id = p.id
+    WHERE p.job_id = j.id AND a.first_seen <= to_timestamp(%(as_of)s)
+      AND a.last_seen >= to_timestamp(%(as_of)s - %(gap)s)
+)
 GROUP BY j.id
+HAVING NOT EXISTS (
+    SELECT 1 FROM ingest_runevent e WHERE e.job_id = j.id AND e.kind IN ('succeeded', 'failed')
+      AND e.ts > max(c.ts) AND e.ts <= to_timestamp(%(as_of)s)
+)
 """
 LEAF_SWITCHES = """
 SELECT n.name, p.device, p.port, p.leaf_switch

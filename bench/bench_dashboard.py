@@ -7,7 +7,8 @@
 2. Navigation → drawn 1,024-node heatmap (24 h) in headless Chromium against daphne. Goal ≤ 1.5 s.
 
 It runs on a throwaway database (``test_cw_bench_<pid>``) and its own Prometheus, both removed
-at the end; the same 5-minute GPU samples go to Postgres (as ingest's rollups) and Prometheus.
+at the end; the same 5-minute GPU samples go to Postgres (as ingest's per-GPU and per-node rollups) and
+Prometheus.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ def tensor(node: int, gpu: int, k: int) -> float:
 @transaction.atomic
 def write_postgres(first: int, count: int, start: datetime) -> None:
     """Nodes ``gpu-<first>…`` and 24 h of 5-minute GPU rollups (what ingest keeps for long windows)."""
+    from ingest import rollups
     from ingest.models import IngestCursor, Node
     from ingest.partitions import ROLLUP_TABLES, ensure_partitions
     from ingest.store import GPU_TABLE, CopyTable, copy_rows
@@ -91,10 +93,13 @@ def write_postgres(first: int, count: int, start: datetime) -> None:
         for k in range(HOURS * 3600 // STEP)
     ]
     copy_rows(rollup, rows)
+    # As ingest's commit does: the per-node rollups of the buckets just written.
+    rollups.refresh_nodes("gpu", start, end)
     # As after an ingest cycle: the cursor keys the heatmap cache (see dashboard.api.cache).
     IngestCursor.objects.update_or_create(family="gpu", defaults={"covered_until": end})
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE ingest_gpurollup")
+        cursor.execute("ANALYZE ingest_noderollup")
 
 
 def write_openmetrics(path: Path, count: int, start: datetime) -> None:

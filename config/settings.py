@@ -39,6 +39,8 @@ PROMETHEUS_CA_BUNDLE = env.env_str("PROMETHEUS_CA_BUNDLE", "")
 if PROMETHEUS_CA_BUNDLE and not Path(PROMETHEUS_CA_BUNDLE).is_file():
     env.ERRORS.append(f"PROMETHEUS_CA_BUNDLE={PROMETHEUS_CA_BUNDLE!r}: no such file")
     PROMETHEUS_CA_BUNDLE = ""
+# Queries in flight at once per process (a semaphore in PrometheusClient); 0 = no limit.
+PROMETHEUS_MAX_CONCURRENCY = env.env_int("PROMETHEUS_MAX_CONCURRENCY", 8, minimum=0)
 HTTP_TIMEOUT_SECONDS = env.env_float("HTTP_TIMEOUT_SECONDS", 10.0, minimum=0.1)
 READYZ_TIMEOUT_SECONDS = env.env_float("READYZ_TIMEOUT_SECONDS", 2.0, minimum=0.1)
 METRICS_ALLOWED_IPS = env.env_networks("METRICS_ALLOWED_IPS", ["127.0.0.1", "::1"])
@@ -50,6 +52,8 @@ INGEST_SETTLE_SECONDS = env.env_int("INGEST_SETTLE_SECONDS", 30, minimum=0)
 INGEST_INITIAL_LOOKBACK_SECONDS = env.env_int("INGEST_INITIAL_LOOKBACK_SECONDS", 3600, minimum=0)
 INGEST_PROMETHEUS_RETENTION_DAYS = env.env_int("INGEST_PROMETHEUS_RETENTION_DAYS", 15, minimum=1)
 INGEST_CHUNK_STEPS = env.env_int("INGEST_CHUNK_STEPS", 120, minimum=1)
+# Shards per node-level family (gpu, ib): each is a Celery task on the ``ingest`` queue; 1 = one task per cycle.
+INGEST_SHARDS = env.env_int("INGEST_SHARDS", 1, minimum=1)
 INGEST_RAW_RETENTION_DAYS = env.env_int("INGEST_RAW_RETENTION_DAYS", 14, minimum=1)
 INGEST_ROLLUP_RETENTION_DAYS = env.env_int("INGEST_ROLLUP_RETENTION_DAYS", 180, minimum=1)
 INGEST_MAX_LAG_SECONDS = env.env_int("INGEST_MAX_LAG_SECONDS", 300, minimum=1)
@@ -61,7 +65,9 @@ INGEST_IB_DIALECT = env.env_str("INGEST_IB_DIALECT", "auto")
 if INGEST_IB_DIALECT not in {"auto", "node_exporter", "treydock"}:
     env.ERRORS.append(f"INGEST_IB_DIALECT={INGEST_IB_DIALECT!r}: expected auto, node_exporter or treydock")
     INGEST_IB_DIALECT = "auto"
-INGEST_AFTER_COMMIT_HOOKS = env.env_list("INGEST_AFTER_COMMIT_HOOKS", [])
+INGEST_AFTER_COMMIT_HOOKS = env.env_list(
+    "INGEST_AFTER_COMMIT_HOOKS", ["alerts.hooks.on_ingest_committed"]
+)
 try:
     INGEST_PROMQL_OVERRIDES = json.loads(env.env_str("INGEST_PROMQL_OVERRIDES", "{}") or "{}")
     assert isinstance(INGEST_PROMQL_OVERRIDES, dict)
@@ -227,6 +233,9 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# LOGGING's handler writes to sys.stdout; Celery's stdout redirect would loop it back into logging
+# and drop every worker log line (task received / succeeded included).
+CELERY_WORKER_REDIRECT_STDOUTS = False
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
@@ -234,6 +243,15 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Task modules autodiscovery (``<app>.tasks``) does not find.
 CELERY_IMPORTS = ["alerts.notify.tasks"]
+# One queue per stage, so a slow webhook never delays ingest; a worker consumes all of them
+# (``-Q celery,ingest,alerts,notify``) or a deployment runs one worker pool per queue.
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+WORKER_QUEUES = ("celery", "ingest", "alerts", "notify")
+CELERY_TASK_ROUTES = {
+    "ingest.tasks.*": {"queue": "ingest"},
+    "alerts.notify.tasks.*": {"queue": "notify"},  # before "alerts.*": globs match in order
+    "alerts.*": {"queue": "alerts"},
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

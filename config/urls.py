@@ -18,5 +18,6 @@ urlpatterns = [
     path("api/v1/whoami", core_views.whoami, name="api-whoami"),
     path("", include("ingest.urls_runs")),
     path("", include("ingest.urls")),
+    path("", include("alerts.urls")),
     path("", include("dashboard.urls")),
 ]

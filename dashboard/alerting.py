@@ -1,30 +1,33 @@
-"""The dashboard's read-only view of alerts (``alerts.models.Alert``), as plain dicts.
+"""The dashboard's read-only view of alerts, through ``alerts.selectors``, as plain dicts.
 
-Guarded: when the alerts app has no ``Alert`` model (an install without it),
-every function answers empty and pages say alerting is not set up.
+Guarded: when the alerts app is not installed, every function answers empty
+and pages say alerting is not set up (the dashboard imports alerts lazily).
 """
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
 from django.apps import apps
-from django.db.models import Count, Model, Q, QuerySet
 
 SEVERITY_RANK = {"critical": 2, "warning": 1, "info": 0}
 STATES = ("firing", "pending", "silenced", "resolved")
+#: How many alerts a filtered list looks through (severity and text filters apply in Python).
+SCAN_LIMIT = 5000
 
 
-def _model() -> type[Model] | None:
-    try:
-        return apps.get_model("alerts", "Alert")
-    except LookupError:
+def _selectors() -> ModuleType | None:
+    if not apps.is_installed("alerts"):
         return None
+    from alerts import selectors
+
+    return selectors
 
 
 def available() -> bool:
     """Whether alerting is installed."""
-    return _model() is not None
+    return _selectors() is not None
 
 
 def _row(alert: Any) -> dict[str, Any]:
@@ -44,9 +47,15 @@ def _row(alert: Any) -> dict[str, Any]:
     }
 
 
-def _queryset() -> QuerySet | None:
-    model = _model()
-    return None if model is None else model.objects.exclude(state="inactive")
+def _matches(alert: Any, state: str | None, severity: str | None, search: str | None) -> bool:
+    if state in ("firing", "silenced") and alert.silenced != (state == "silenced"):
+        return False
+    if severity and alert.severity != severity:
+        return False
+    needle = (search or "").lower()
+    return not needle or any(
+        needle in (text or "").lower() for text in (alert.node, alert.rule, alert.summary)
+    )
 
 
 def alerts(
@@ -56,30 +65,20 @@ def alerts(
     limit: int = 500,
 ) -> list[dict[str, Any]]:
     """Alerts matching the filters, newest first (``state="silenced"``: firing but silenced)."""
-    qs = _queryset()
-    if qs is None:
+    selectors = _selectors()
+    if selectors is None:
         return []
-    if state == "silenced":
-        qs = qs.filter(state="firing", silenced=True)
-    elif state == "firing":
-        qs = qs.filter(state="firing", silenced=False)
-    elif state:
-        qs = qs.filter(state=state)
-    if severity:
-        qs = qs.filter(severity=severity)
-    if search:
-        qs = qs.filter(
-            Q(node__icontains=search) | Q(rule__icontains=search) | Q(summary__icontains=search)
-        )
-    return [_row(a) for a in qs.order_by("-pending_since")[:limit]]
+    stored_state = "firing" if state == "silenced" else state
+    candidates = selectors.alerts(state=stored_state, limit=SCAN_LIMIT)
+    return [_row(a) for a in candidates if _matches(a, state, severity, search)][:limit]
 
 
 def firing() -> list[dict[str, Any]]:
     """Firing alerts, silenced ones included (marked), worst first."""
-    qs = _queryset()
-    if qs is None:
+    selectors = _selectors()
+    if selectors is None:
         return []
-    rows = [_row(a) for a in qs.filter(state="firing").order_by("-pending_since")[:500]]
+    rows = [_row(a) for a in selectors.firing_alerts()[:500]]
     return sorted(rows, key=lambda a: (a["silenced"], -SEVERITY_RANK.get(a["severity"], 0)))
 
 
@@ -100,22 +99,19 @@ def node_marks() -> dict[str, dict[str, Any]]:
 
 def for_node(node: str, limit: int = 100) -> list[dict[str, Any]]:
     """The node's alert history (all states but never-fired), newest first."""
-    qs = _queryset()
-    return (
-        []
-        if qs is None
-        else [_row(a) for a in qs.filter(node=node).order_by("-pending_since")[:limit]]
-    )
+    selectors = _selectors()
+    return [] if selectors is None else [_row(a) for a in selectors.alerts(node=node, limit=limit)]
 
 
 def counts() -> dict[str, int]:
-    """Alerts per state: firing (not silenced), pending, silenced, resolved — one query."""
-    qs = _queryset()
-    if qs is None:
+    """Alerts per state: firing (neither silenced nor inhibited), pending, silenced, resolved."""
+    selectors = _selectors()
+    if selectors is None:
         return dict.fromkeys(STATES, 0)
-    return qs.aggregate(
-        firing=Count("pk", filter=Q(state="firing", silenced=False)),
-        pending=Count("pk", filter=Q(state="pending")),
-        silenced=Count("pk", filter=Q(state="firing", silenced=True)),
-        resolved=Count("pk", filter=Q(state="resolved")),
-    )
+    by_state = selectors.alert_counts_by_state()
+    return {
+        "firing": sum(selectors.firing_counts_by_severity().values()),
+        "pending": by_state["pending"],
+        "silenced": by_state["silenced"],
+        "resolved": by_state["resolved"],
+    }

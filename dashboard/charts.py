@@ -25,7 +25,10 @@ THEME: dict[str, Any] = {
     "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
     "hovermode": "x unified",
 }
-AXIS = {"gridcolor": "#2b3642", "zerolinecolor": "#2b3642"}
+# SI prefixes (G, not Plotly's default "B" for billions, which reads as bytes).
+AXIS = {"gridcolor": "#2b3642", "zerolinecolor": "#2b3642", "exponentformat": "SI"}
+#: Bytes/s axes: SI-prefixed ticks with the unit, so 2.5e11 reads "250 GB/s" ("250GB/s").
+BYTES_PER_SECOND = {"ticksuffix": "B/s", "rangemode": "tozero"}
 
 
 ENTITIES = str.maketrans({"&": "&#38;", "<": "&#60;", ">": "&#62;", '"': "&#34;", "'": "&#39;"})
@@ -123,7 +126,7 @@ def node_ports(series: dict[str, dict[str, list]], at: datetime | None) -> Figur
     """Per-port IB throughput (tx+rx), xmit_wait and error increases."""
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06)
     _per_device(fig, series, [(1, "throughput"), (2, "xmit_wait"), (3, "errors")], "")
-    fig.update_yaxes(title_text="tx+rx (bytes/s)", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text="tx+rx", row=1, col=1, **BYTES_PER_SECOND)
     fig.update_yaxes(title_text="xmit_wait (ticks/s)", rangemode="tozero", row=2, col=1)
     fig.update_yaxes(title_text="errors (per step)", rangemode="tozero", row=3, col=1)
     fig.update_xaxes(title_text="time (UTC)", row=3, col=1)
@@ -135,7 +138,7 @@ def node_nvlink(series: dict[str, dict[str, list]], at: datetime | None) -> Figu
     """Per-GPU NVLink bandwidth and error increases."""
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08)
     _per_device(fig, series, [(1, "nvlink_bw"), (2, "nvlink_errors")], "GPU ")
-    fig.update_yaxes(title_text="NVLink (bytes/s)", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text="NVLink", row=1, col=1, **BYTES_PER_SECOND)
     fig.update_yaxes(title_text="errors (per step)", rangemode="tozero", row=2, col=1)
     fig.update_xaxes(title_text="time (UTC)", row=2, col=1)
     _mark_time(fig, at)

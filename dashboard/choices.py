@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import models
+
+from ingest.heatmap_metrics import DRIFTED
 
 
 class HeatmapMetric(models.TextChoices):
@@ -69,14 +70,7 @@ class NodeState(models.TextChoices):
     MISSING = "missing", "Missing"
 
 
-@dataclass(frozen=True)
-class DriftRule:
-    """When a GPU's 5-minute bucket counts as drifted: util says busy, tensor cores idle."""
-
-    util_min_percent: float = 50.0
-    tensor_max_ratio: float = 0.10
-
-
-DRIFT = DriftRule()
+#: When a GPU's 5-minute bucket counts as drifted; ingest counts them per node with these.
+DRIFT = DRIFTED
 #: A node not seen for this long is "missing".
 MISSING_AFTER = timedelta(minutes=5)

@@ -1,24 +1,23 @@
 """Read-only queries the dashboard needs that ``ingest.selectors`` does not offer.
 
 Plain SELECTs over ingest's tables (the dashboard owns no tables and writes
-nothing): pool-level utilization from the 5-minute rollups and the latest Kueue
+nothing): pool-level utilization from the per-node 5-minute rollups and the latest Kueue
 sample per queue. Candidates to move into ``ingest.selectors``.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from math import floor
 
 from django.db import connection
 
-from .choices import DRIFT
-
 
 def compact(value: float | None) -> float | None:
-    """Round for the wire: big rates to integers, small values to 3 decimals."""
+    """Round for the wire: big rates to integers, small values to 3 decimals (half up)."""
     if value is None:
         return None
-    return float(round(value)) if abs(value) >= 1000 else round(value, 3)
+    return floor(value + 0.5) * 1.0 if abs(value) >= 1000 else floor(value * 1000 + 0.5) / 1000
 
 
 def _series(sql: str, params: dict[str, object]) -> list[tuple]:
@@ -28,21 +27,18 @@ def _series(sql: str, params: dict[str, object]) -> list[tuple]:
 
 
 def utilization_by_pool(start: datetime, end: datetime, step: int) -> list[tuple]:
-    """(bucket, pool, Σutil, Σtensor·100, samples, drifted samples) from the 5-minute GPU rollups."""
+    """(bucket, pool, Σutil, Σtensor·100, samples, drifted samples) from the per-node 5-minute rollups.
+
+    A node rollup holds GPU means and GPU counts, so the sums are mean × count
+    (one row per node and bucket instead of one per GPU).
+    """
     sql = """
         SELECT date_bin(make_interval(secs => %(step)s), r.ts, %(start)s) AS b, n.pool,
-               sum(r.util), sum(r.tensor) * 100, count(r.util),
-               count(*) FILTER (WHERE r.util >= %(umin)s AND r.tensor <= %(tmax)s)
-        FROM ingest_gpurollup r JOIN ingest_node n ON n.id = r.node_id
-        WHERE r.ts >= %(start)s AND r.ts < %(end)s GROUP BY 1, 2 ORDER BY 1, 2"""
-    params = {
-        "start": start,
-        "end": end,
-        "step": step,
-        "umin": DRIFT.util_min_percent,
-        "tmax": DRIFT.tensor_max_ratio,
-    }
-    return _series(sql, params)
+               sum(r.util * r.util_gpus), sum(r.tensor * r.tensor_gpus) * 100, sum(r.util_gpus),
+               sum(r.drifted_gpus)
+        FROM ingest_noderollup r JOIN ingest_node n ON n.id = r.node_id
+        WHERE r.ts >= %(start)s AND r.ts < %(end)s AND r.gpus > 0 GROUP BY 1, 2 ORDER BY 1, 2"""
+    return _series(sql, {"start": start, "end": end, "step": step})
 
 
 def latest_queues() -> list[tuple]:

@@ -10,7 +10,7 @@ urlpatterns = [
     path("", views.overview, name="overview"),
     path("fabric/", views.fabric, name="fabric"),
     path("nodes/", views.node_list, name="node-list"),
-    path("nodes/<str:name>/", views.node_detail, name="node-detail"),
+    path("nodes/<path:name>/", views.node_detail, name="node-detail"),
     path("alerts/", views.alert_list, name="alert-list"),
     path("api/v1/", include("dashboard.api.urls")),
     path("", include("dashboard.runs.urls")),

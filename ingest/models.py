@@ -178,6 +178,40 @@ class IbRollup(IbValues):
         db_table = "ingest_ibrollup"
 
 
+class NodeRollup(models.Model):
+    """Per-node 5-minute rollup at ``ts``, derived from that bucket's GPU and port rollups.
+
+    Heatmaps and pool summaries over long windows read these (one row per node
+    and bucket) instead of grouping eight GPU or port rows each. GPU columns are
+    NULL/0 where the node had no GPU rollup in the bucket, IB columns likewise.
+    """
+
+    pk = models.CompositePrimaryKey("ts", "node_id")
+    ts = models.DateTimeField(help_text="start of the 5-minute bucket")
+    node = models.ForeignKey(Node, on_delete=models.DO_NOTHING, db_constraint=False)
+    gpus = models.SmallIntegerField(default=0, help_text="GPU rollup rows in the bucket")
+    util_gpus = models.SmallIntegerField(default=0, help_text="GPUs with a util value")
+    tensor_gpus = models.SmallIntegerField(default=0, help_text="GPUs with a tensor value")
+    drifted_gpus = models.SmallIntegerField(
+        default=0, help_text="GPUs busy by util, idle by tensor"
+    )
+    util = models.FloatField(null=True, help_text="mean GPU util, percent")
+    tensor = models.FloatField(null=True, help_text="mean tensor active, ratio")
+    drift = models.FloatField(null=True, help_text="mean of util/100 − tensor over GPUs")
+    nvlink_bw = models.FloatField(null=True, help_text="NVLink bytes/s summed over GPUs")
+    nvlink_errors = models.FloatField(null=True, help_text="NVLink error increases, all GPUs")
+    ports = models.SmallIntegerField(default=0, help_text="port rollup rows in the bucket")
+    active_ports = models.SmallIntegerField(default=0, help_text="ports active all bucket long")
+    ib_tx = models.FloatField(null=True, help_text="bytes/s summed over ports")
+    ib_rx = models.FloatField(null=True, help_text="bytes/s summed over ports")
+    ib_xmit_wait = models.FloatField(null=True, help_text="ticks/s summed over ports")
+    ib_errors = models.FloatField(null=True, help_text="IB error increases, all ports")
+
+    class Meta:
+        managed = False
+        db_table = "ingest_noderollup"
+
+
 class XidEvent(models.Model):
     """A new or changed XID code on a GPU (DCGM's gauge is sticky: only changes are events)."""
 
@@ -425,3 +459,25 @@ class PrometheusOutage(models.Model):
 
     class Meta:
         ordering = ["-started_at"]
+
+
+class ShardCursor(models.Model):
+    """How far one shard (a stable hash group of nodes) of a family is ingested.
+
+    Advanced in the same transaction as the shard's rows. ``shards`` is the shard
+    count the cursor belongs to: changing INGEST_SHARDS starts a new set from the
+    family cursor, which is the minimum of the current set.
+    """
+
+    family = models.CharField(max_length=16, choices=Family.choices)
+    shards = models.PositiveSmallIntegerField()
+    shard = models.PositiveSmallIntegerField()
+    covered_until = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["family", "shards", "shard"], name="uniq_shard_cursor")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.family} {self.shard}/{self.shards} until {self.covered_until:%H:%M:%S}"

@@ -4,12 +4,16 @@ Wraps prometheus-api-client with what ingest needs: every call has a timeout,
 ``query_range`` is chunked to stay under Prometheus's 11,000-points-per-series
 limit, and answers are decoded into ``Series`` with NaN/±Inf points dropped and
 counted. A malformed answer raises ``PrometheusError`` (the caller records it).
+At most PROMETHEUS_MAX_CONCURRENCY queries are in flight per process (a
+semaphore shared by every client), so many shards on one worker cannot
+overload a shared Thanos / Mimir / VictoriaMetrics.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -97,6 +101,19 @@ def chunks(
         cursor = piece_end + timedelta(seconds=step_seconds)
 
 
+_LIMITS: dict[int, threading.BoundedSemaphore] = {}
+_LIMITS_LOCK = threading.Lock()
+
+
+def concurrency_limit() -> threading.BoundedSemaphore | None:
+    """The process-wide semaphore for PROMETHEUS_MAX_CONCURRENCY (None: unlimited)."""
+    size = settings.PROMETHEUS_MAX_CONCURRENCY
+    if size <= 0:
+        return None
+    with _LIMITS_LOCK:
+        return _LIMITS.setdefault(size, threading.BoundedSemaphore(size))
+
+
 class PrometheusClient:
     """Queries through prometheus-api-client with a timeout on every call.
 
@@ -119,6 +136,13 @@ class PrometheusClient:
             self.connection._session.verify = settings.PROMETHEUS_CA_BUNDLE
 
     def _guarded(self, call: Callable[[], object]) -> object:
+        limit = concurrency_limit()
+        if limit is None:
+            return self._call(call)
+        with limit:
+            return self._call(call)
+
+    def _call(self, call: Callable[[], object]) -> object:
         try:
             return call()
         except requests.exceptions.JSONDecodeError as exc:  # a RequestException, but not an outage

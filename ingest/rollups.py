@@ -5,6 +5,11 @@ gauges and rates are averaged, increases summed, link state is the minimum
 (a port that dropped inside the bucket shows it), the saturation mask is the
 bitwise OR. Refreshing recomputes whole buckets from raw rows, so it is
 idempotent and a bucket completed over two cycles ends up right.
+
+Per-node rollups (``ingest_noderollup``) are then recomputed for the same
+buckets from the per-GPU / per-port rollups just written (8 rows per node and
+bucket, not the raw samples), in the caller's transaction: one row per node and
+bucket is what long-window heatmaps and pool summaries read.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from datetime import datetime, timedelta
 
 from django.db import connection
 
+from .heatmap_metrics import node_rollup_columns
 from .partitions import ROLLUP_TABLES, ensure_partitions
 from .store import GPU_VALUE_COLUMNS, IB_VALUE_COLUMNS
 
@@ -62,6 +68,21 @@ IB_REFRESH = _refresh_sql(
 )
 
 
+def _node_refresh_sql(family: str) -> str:
+    columns = node_rollup_columns(family)
+    names = ", ".join(columns)
+    updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in columns)
+    return (
+        f"INSERT INTO ingest_noderollup (ts, node_id, {names}) "
+        f"SELECT ts, node_id, {', '.join(columns.values())} FROM ingest_{family}rollup "
+        f"WHERE ts >= %s AND ts < %s GROUP BY ts, node_id "
+        f"ON CONFLICT (ts, node_id) DO UPDATE SET {updates}"
+    )
+
+
+NODE_REFRESH = {"gpu": _node_refresh_sql("gpu"), "ib": _node_refresh_sql("ib")}
+
+
 def bucket_start(moment: datetime) -> datetime:
     """The start of the 5-minute bucket holding ``moment``."""
     epoch_seconds = int(moment.timestamp())
@@ -77,4 +98,14 @@ def refresh(family: str, start: datetime, end: datetime) -> int:
     ensure_partitions(low, high, ROLLUP_TABLES)
     with connection.cursor() as cursor:
         cursor.execute(sql, [low, high])
+        written = cursor.rowcount
+    refresh_nodes(family, low, high)
+    return written
+
+
+def refresh_nodes(family: str, low: datetime, high: datetime) -> int:
+    """Recompute the per-node rollups of ``family`` for buckets in [low, high) from the rollups."""
+    ensure_partitions(low, high, ROLLUP_TABLES)
+    with connection.cursor() as cursor:
+        cursor.execute(NODE_REFRESH[family], [low, high])
         return cursor.rowcount

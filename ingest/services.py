@@ -125,14 +125,19 @@ def _commit_chunk(source: Source, batch: Batch) -> int:
     return rows
 
 
-def _run_chunks(
+def run_chunks(
     source: Source,
     client: PrometheusClient,
     windows: list[Window],
     outcome: CycleOutcome,
     progress: Progress | None,
+    commit: Callable[[Source, Batch], int] = _commit_chunk,
 ) -> None:
-    """Pull chunk i+1 in a thread while chunk i is stored (pull is network-only)."""
+    """Pull chunk i+1 in a thread while chunk i is stored (pull is network-only).
+
+    ``commit`` stores one pulled chunk and advances its cursor in one transaction
+    (default: the family cursor; ``ingest.shards`` passes the shard's).
+    """
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-pull") as pool:
         pending: Future[Batch] = pool.submit(source.pull, client, windows[0])
         for index, window in enumerate(windows):
@@ -141,7 +146,7 @@ def _run_chunks(
                 close_outages()
             if index + 1 < len(windows):
                 pending = pool.submit(source.pull, client, windows[index + 1])
-            outcome.rows += _commit_chunk(source, batch)
+            outcome.rows += commit(source, batch)
             outcome.skipped += batch.skipped
             outcome.chunks += 1
             outcome.covered_until = window.end
@@ -200,7 +205,7 @@ def ingest_family(
         )
         try:
             if windows:
-                _run_chunks(source_for(family), client, windows, outcome, progress)
+                run_chunks(source_for(family), client, windows, outcome, progress)
             else:
                 outcome.status = "idle"
         except PrometheusUnavailable as exc:

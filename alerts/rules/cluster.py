@@ -35,8 +35,8 @@ class NodeMetricsMissing(BaseRule):
     )
 
     def lookback(self, settings: RuleSettings, max_gap: float) -> float:
-        """Two silences' worth of samples: enough to see a gap start and end."""
-        return 2 * float(settings.params["missing_after_seconds"]) + 2 * max_gap
+        """One silence and a gap: a node with no sample in it is looked up by index (``last_seen``)."""
+        return float(settings.params["missing_after_seconds"]) + max_gap
 
     def signals(self, data: EvaluationData, settings: RuleSettings) -> Iterator[Signal]:
         p = settings.params

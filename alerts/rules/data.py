@@ -168,7 +168,6 @@ class EvaluationData:
     # Shapes the selectors aggregate in SQL; None → derived from the dense points above (tests).
     throughput: list[NodeThroughput] | None = None
     sample_times: dict[tuple[str, str], list[float]] | None = None
-    port_last_seen: dict[tuple[str, str, int], float] | None = None
     cursors: list[FamilyCursor] = field(default_factory=list)
     # Filled while rules run, for rules derived from others (ib_switch_fault).
     current: dict[str, list[Any]] = field(default_factory=dict)
@@ -195,16 +194,6 @@ class EvaluationData:
         for pt in self.gpu if family == "gpu" else self.ib if family == "ib" else []:
             times.setdefault(pt.node, set()).add(pt.ts)
         return {node: sorted(seq) for node, seq in times.items()}
-
-    def port_last_sample(self) -> dict[tuple[str, str, int], float]:
-        """Per port, its newest sample time in the window."""
-        if self.port_last_seen is not None:
-            return self.port_last_seen
-        last: dict[tuple[str, str, int], float] = {}
-        for pt in self.ib:
-            key = (pt.node, pt.device, pt.port)
-            last[key] = max(pt.ts, last.get(key, pt.ts))
-        return last
 
     def as_of_family(self, family: str) -> float:
         """The data time of a family: how far ingest has covered it (else now)."""

@@ -142,11 +142,12 @@ class IbLinkFlap(BaseRule):
 
     The condition holds for ``window_seconds`` (15 min) after each flap, so a
     link that flaps every few minutes is one alert, not many. A return to active
-    is a port reporting again after its non-active steps.
+    is a port whose node reports IB samples after the port's non-active steps
+    (non-active samples are all in the sparse error rows; later ones are active).
     """
 
     id = "ib_link_flap"
-    needs = ("ib_errors", "leaf_switches", "port_last_seen")
+    needs = ("ib_errors", "leaf_switches", "throughput")
     family = "ib"
     scope = ("node", "device", "port")
     severity = "critical"
@@ -154,7 +155,9 @@ class IbLinkFlap(BaseRule):
 
     def signals(self, data: EvaluationData, settings: RuleSettings) -> Iterator[Signal]:
         window = float(settings.params["window_seconds"])
-        last_seen = data.port_last_sample()
+        node_last = {
+            node: times[-1] for node, times in data.node_sample_times("ib").items() if times
+        }
         for key, points in group(data.ib_errors, PORT_KEY):
             flaps = [
                 (pt.ts, f"link_downed +{pt.link_downed:.0f}") for pt in points if pt.link_downed > 0
@@ -162,7 +165,7 @@ class IbLinkFlap(BaseRule):
             downed = [ts for ts, _ in flaps]
             flaps += [  # a return already counted by link_downed is the same flap
                 (ts, why)
-                for ts, why in _state_returns(points, last_seen.get(key), data.max_gap)
+                for ts, why in _state_returns(points, node_last.get(key[0]), data.max_gap)
                 if not any(abs(ts - d) <= data.max_gap for d in downed)
             ]
             if not flaps:

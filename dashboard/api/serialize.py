@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from math import floor
 from typing import Any
 
 from django.http import HttpResponse, JsonResponse
 
 from .. import alerting
-from ..queries import compact
 from ..summaries import Utilization
 
 
@@ -53,7 +53,18 @@ def with_marks(heatmap_json: str, marks: dict[str, dict[str, Any]]) -> HttpRespo
 
 
 def _matrix(values: list[list[float | None]]) -> list[list[float | None]]:
-    return [[compact(v) for v in row] for row in values]
+    # ``queries.compact`` inlined: this runs for every cell of the rails matrix.
+    return [
+        [
+            None
+            if v is None
+            else floor(v + 0.5) * 1.0
+            if abs(v) >= 1000
+            else floor(v * 1000 + 0.5) / 1000
+            for v in row
+        ]
+        for row in values
+    ]
 
 
 def heatmap(result: Any, start: datetime, end: datetime) -> dict[str, Any]:
@@ -66,7 +77,7 @@ def heatmap(result: Any, start: datetime, end: datetime) -> dict[str, Any]:
         "step": result.step,
         "nodes": list(result.nodes),
         "times": [iso(t) for t in result.times],
-        "values": _matrix(result.values),
+        "values": result.values,  # rounded for display by the selector already
     }
     return body
 

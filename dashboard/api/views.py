@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -20,12 +21,11 @@ from .cache import cached, heatmap_key
 from .registry import document
 
 
-@require_GET
-def heatmap(request: HttpRequest) -> HttpResponse:
-    """Rows = nodes, columns = time, one metric; rollups for long windows."""
-    form = HeatmapForm(request.GET)
+def build_heatmap(query: Mapping[str, Any]) -> str | None:
+    """The serialized heatmap for ``query`` (the endpoint's parameters), cached; None if invalid."""
+    form = HeatmapForm(query)
     if not form.is_valid():
-        return serialize.bad_request(*first_error(form))
+        return None
     span = form.time_range()
     metric, sort = form.cleaned_data["metric"], form.cleaned_data["sort"]
 
@@ -33,7 +33,15 @@ def heatmap(request: HttpRequest) -> HttpResponse:
         result = selectors.heatmap(metric, span.start, span.end, span.step, sort)
         return serialize.dumps(serialize.heatmap(result, span.start, span.end))
 
-    body = cached(heatmap_key(metric, sort, span.start, span.end, span.step), build)
+    return cached(heatmap_key(metric, sort, span.start, span.end, span.step), build)
+
+
+@require_GET
+def heatmap(request: HttpRequest) -> HttpResponse:
+    """Rows = nodes, columns = time, one metric; rollups for long windows."""
+    body = build_heatmap(request.GET)
+    if body is None:
+        return serialize.bad_request(*first_error(HeatmapForm(request.GET)))
     return serialize.with_marks(body, alerting.node_marks())
 
 

@@ -6,373 +6,777 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='GpuRollup',
+            name="GpuRollup",
             fields=[
-                ('util', models.FloatField(help_text='DCGM_FI_DEV_GPU_UTIL, percent 0..100', null=True)),
-                ('tensor', models.FloatField(help_text='DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, ratio 0..1', null=True)),
-                ('sm', models.FloatField(help_text='DCGM_FI_PROF_SM_ACTIVE, ratio 0..1', null=True)),
-                ('dram', models.FloatField(help_text='DCGM_FI_PROF_DRAM_ACTIVE, ratio 0..1', null=True)),
-                ('power', models.FloatField(help_text='W', null=True)),
-                ('temp', models.FloatField(help_text='°C', null=True)),
-                ('nvlink_bw', models.FloatField(help_text='bytes/s', null=True)),
-                ('nvlink_crc_flit', models.FloatField(help_text='increase over the step', null=True)),
-                ('nvlink_crc_data', models.FloatField(help_text='increase over the step', null=True)),
-                ('nvlink_replay', models.FloatField(help_text='increase over the step', null=True)),
-                ('nvlink_recovery', models.FloatField(help_text='increase over the step', null=True)),
-                ('pk', models.CompositePrimaryKey('node_id', 'gpu', 'ts', blank=True, editable=False, primary_key=True, serialize=False)),
-                ('ts', models.DateTimeField(help_text='start of the 5-minute bucket')),
-                ('gpu', models.SmallIntegerField()),
+                (
+                    "util",
+                    models.FloatField(help_text="DCGM_FI_DEV_GPU_UTIL, percent 0..100", null=True),
+                ),
+                (
+                    "tensor",
+                    models.FloatField(
+                        help_text="DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, ratio 0..1", null=True
+                    ),
+                ),
+                (
+                    "sm",
+                    models.FloatField(help_text="DCGM_FI_PROF_SM_ACTIVE, ratio 0..1", null=True),
+                ),
+                (
+                    "dram",
+                    models.FloatField(help_text="DCGM_FI_PROF_DRAM_ACTIVE, ratio 0..1", null=True),
+                ),
+                ("power", models.FloatField(help_text="W", null=True)),
+                ("temp", models.FloatField(help_text="°C", null=True)),
+                ("nvlink_bw", models.FloatField(help_text="bytes/s", null=True)),
+                (
+                    "nvlink_crc_flit",
+                    models.FloatField(help_text="increase over the step", null=True),
+                ),
+                (
+                    "nvlink_crc_data",
+                    models.FloatField(help_text="increase over the step", null=True),
+                ),
+                ("nvlink_replay", models.FloatField(help_text="increase over the step", null=True)),
+                (
+                    "nvlink_recovery",
+                    models.FloatField(help_text="increase over the step", null=True),
+                ),
+                (
+                    "pk",
+                    models.CompositePrimaryKey(
+                        "node_id",
+                        "gpu",
+                        "ts",
+                        blank=True,
+                        editable=False,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("ts", models.DateTimeField(help_text="start of the 5-minute bucket")),
+                ("gpu", models.SmallIntegerField()),
             ],
             options={
-                'db_table': 'ingest_gpurollup',
-                'managed': False,
+                "db_table": "ingest_gpurollup",
+                "managed": False,
             },
         ),
         migrations.CreateModel(
-            name='GpuSample',
+            name="GpuSample",
             fields=[
-                ('util', models.FloatField(help_text='DCGM_FI_DEV_GPU_UTIL, percent 0..100', null=True)),
-                ('tensor', models.FloatField(help_text='DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, ratio 0..1', null=True)),
-                ('sm', models.FloatField(help_text='DCGM_FI_PROF_SM_ACTIVE, ratio 0..1', null=True)),
-                ('dram', models.FloatField(help_text='DCGM_FI_PROF_DRAM_ACTIVE, ratio 0..1', null=True)),
-                ('power', models.FloatField(help_text='W', null=True)),
-                ('temp', models.FloatField(help_text='°C', null=True)),
-                ('nvlink_bw', models.FloatField(help_text='bytes/s', null=True)),
-                ('nvlink_crc_flit', models.FloatField(help_text='increase over the step', null=True)),
-                ('nvlink_crc_data', models.FloatField(help_text='increase over the step', null=True)),
-                ('nvlink_replay', models.FloatField(help_text='increase over the step', null=True)),
-                ('nvlink_recovery', models.FloatField(help_text='increase over the step', null=True)),
-                ('pk', models.CompositePrimaryKey('node_id', 'gpu', 'ts', blank=True, editable=False, primary_key=True, serialize=False)),
-                ('ts', models.DateTimeField()),
-                ('gpu', models.SmallIntegerField()),
+                (
+                    "util",
+                    models.FloatField(help_text="DCGM_FI_DEV_GPU_UTIL, percent 0..100", null=True),
+                ),
+                (
+                    "tensor",
+                    models.FloatField(
+                        help_text="DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, ratio 0..1", null=True
+                    ),
+                ),
+                (
+                    "sm",
+                    models.FloatField(help_text="DCGM_FI_PROF_SM_ACTIVE, ratio 0..1", null=True),
+                ),
+                (
+                    "dram",
+                    models.FloatField(help_text="DCGM_FI_PROF_DRAM_ACTIVE, ratio 0..1", null=True),
+                ),
+                ("power", models.FloatField(help_text="W", null=True)),
+                ("temp", models.FloatField(help_text="°C", null=True)),
+                ("nvlink_bw", models.FloatField(help_text="bytes/s", null=True)),
+                (
+                    "nvlink_crc_flit",
+                    models.FloatField(help_text="increase over the step", null=True),
+                ),
+                (
+                    "nvlink_crc_data",
+                    models.FloatField(help_text="increase over the step", null=True),
+                ),
+                ("nvlink_replay", models.FloatField(help_text="increase over the step", null=True)),
+                (
+                    "nvlink_recovery",
+                    models.FloatField(help_text="increase over the step", null=True),
+                ),
+                (
+                    "pk",
+                    models.CompositePrimaryKey(
+                        "node_id",
+                        "gpu",
+                        "ts",
+                        blank=True,
+                        editable=False,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("ts", models.DateTimeField()),
+                ("gpu", models.SmallIntegerField()),
             ],
             options={
-                'db_table': 'ingest_gpusample',
-                'managed': False,
+                "db_table": "ingest_gpusample",
+                "managed": False,
             },
         ),
         migrations.CreateModel(
-            name='IbRollup',
+            name="IbRollup",
             fields=[
-                ('tx_bytes', models.FloatField(help_text='bytes/s', null=True)),
-                ('rx_bytes', models.FloatField(help_text='bytes/s', null=True)),
-                ('tx_packets', models.FloatField(help_text='packets/s', null=True)),
-                ('rx_packets', models.FloatField(help_text='packets/s', null=True)),
-                ('xmit_wait', models.FloatField(help_text='ticks/s', null=True)),
-                ('symbol_errors', models.FloatField(help_text='increase over the step', null=True)),
-                ('link_downed', models.FloatField(help_text='increase over the step', null=True)),
-                ('link_error_recovery', models.FloatField(help_text='increase over the step', null=True)),
-                ('rcv_errors', models.FloatField(help_text='increase over the step', null=True)),
-                ('local_link_integrity', models.FloatField(help_text='increase over the step', null=True)),
-                ('excessive_buffer_overrun', models.FloatField(help_text='increase over the step', null=True)),
-                ('state', models.SmallIntegerField(help_text='4 = active', null=True)),
-                ('phys_state', models.SmallIntegerField(help_text='5 = LinkUp', null=True)),
-                ('rate', models.FloatField(help_text='link capacity, bytes/s', null=True)),
-                ('saturated', models.SmallIntegerField(default=0, help_text='bitmask of pegged 32-bit counters')),
-                ('pk', models.CompositePrimaryKey('port_id', 'ts', blank=True, editable=False, primary_key=True, serialize=False)),
-                ('ts', models.DateTimeField(help_text='start of the 5-minute bucket')),
+                ("tx_bytes", models.FloatField(help_text="bytes/s", null=True)),
+                ("rx_bytes", models.FloatField(help_text="bytes/s", null=True)),
+                ("tx_packets", models.FloatField(help_text="packets/s", null=True)),
+                ("rx_packets", models.FloatField(help_text="packets/s", null=True)),
+                ("xmit_wait", models.FloatField(help_text="ticks/s", null=True)),
+                ("symbol_errors", models.FloatField(help_text="increase over the step", null=True)),
+                ("link_downed", models.FloatField(help_text="increase over the step", null=True)),
+                (
+                    "link_error_recovery",
+                    models.FloatField(help_text="increase over the step", null=True),
+                ),
+                ("rcv_errors", models.FloatField(help_text="increase over the step", null=True)),
+                (
+                    "local_link_integrity",
+                    models.FloatField(help_text="increase over the step", null=True),
+                ),
+                (
+                    "excessive_buffer_overrun",
+                    models.FloatField(help_text="increase over the step", null=True),
+                ),
+                ("state", models.SmallIntegerField(help_text="4 = active", null=True)),
+                ("phys_state", models.SmallIntegerField(help_text="5 = LinkUp", null=True)),
+                ("rate", models.FloatField(help_text="link capacity, bytes/s", null=True)),
+                (
+                    "saturated",
+                    models.SmallIntegerField(
+                        default=0, help_text="bitmask of pegged 32-bit counters"
+                    ),
+                ),
+                (
+                    "pk",
+                    models.CompositePrimaryKey(
+                        "port_id",
+                        "ts",
+                        blank=True,
+                        editable=False,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("ts", models.DateTimeField(help_text="start of the 5-minute bucket")),
             ],
             options={
-                'db_table': 'ingest_ibrollup',
-                'managed': False,
+                "db_table": "ingest_ibrollup",
+                "managed": False,
             },
         ),
         migrations.CreateModel(
-            name='IbSample',
+            name="IbSample",
             fields=[
-                ('tx_bytes', models.FloatField(help_text='bytes/s', null=True)),
-                ('rx_bytes', models.FloatField(help_text='bytes/s', null=True)),
-                ('tx_packets', models.FloatField(help_text='packets/s', null=True)),
-                ('rx_packets', models.FloatField(help_text='packets/s', null=True)),
-                ('xmit_wait', models.FloatField(help_text='ticks/s', null=True)),
-                ('symbol_errors', models.FloatField(help_text='increase over the step', null=True)),
-                ('link_downed', models.FloatField(help_text='increase over the step', null=True)),
-                ('link_error_recovery', models.FloatField(help_text='increase over the step', null=True)),
-                ('rcv_errors', models.FloatField(help_text='increase over the step', null=True)),
-                ('local_link_integrity', models.FloatField(help_text='increase over the step', null=True)),
-                ('excessive_buffer_overrun', models.FloatField(help_text='increase over the step', null=True)),
-                ('state', models.SmallIntegerField(help_text='4 = active', null=True)),
-                ('phys_state', models.SmallIntegerField(help_text='5 = LinkUp', null=True)),
-                ('rate', models.FloatField(help_text='link capacity, bytes/s', null=True)),
-                ('saturated', models.SmallIntegerField(default=0, help_text='bitmask of pegged 32-bit counters')),
-                ('pk', models.CompositePrimaryKey('port_id', 'ts', blank=True, editable=False, primary_key=True, serialize=False)),
-                ('ts', models.DateTimeField()),
+                ("tx_bytes", models.FloatField(help_text="bytes/s", null=True)),
+                ("rx_bytes", models.FloatField(help_text="bytes/s", null=True)),
+                ("tx_packets", models.FloatField(help_text="packets/s", null=True)),
+                ("rx_packets", models.FloatField(help_text="packets/s", null=True)),
+                ("xmit_wait", models.FloatField(help_text="ticks/s", null=True)),
+                ("symbol_errors", models.FloatField(help_text="increase over the step", null=True)),
+                ("link_downed", models.FloatField(help_text="increase over the step", null=True)),
+                (
+                    "link_error_recovery",
+                    models.FloatField(help_text="increase over the step", null=True),
+                ),
+                ("rcv_errors", models.FloatField(help_text="increase over the step", null=True)),
+                (
+                    "local_link_integrity",
+                    models.FloatField(help_text="increase over the step", null=True),
+                ),
+                (
+                    "excessive_buffer_overrun",
+                    models.FloatField(help_text="increase over the step", null=True),
+                ),
+                ("state", models.SmallIntegerField(help_text="4 = active", null=True)),
+                ("phys_state", models.SmallIntegerField(help_text="5 = LinkUp", null=True)),
+                ("rate", models.FloatField(help_text="link capacity, bytes/s", null=True)),
+                (
+                    "saturated",
+                    models.SmallIntegerField(
+                        default=0, help_text="bitmask of pegged 32-bit counters"
+                    ),
+                ),
+                (
+                    "pk",
+                    models.CompositePrimaryKey(
+                        "port_id",
+                        "ts",
+                        blank=True,
+                        editable=False,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("ts", models.DateTimeField()),
             ],
             options={
-                'db_table': 'ingest_ibsample',
-                'managed': False,
+                "db_table": "ingest_ibsample",
+                "managed": False,
             },
         ),
         migrations.CreateModel(
-            name='KueueSample',
+            name="KueueSample",
             fields=[
-                ('pk', models.CompositePrimaryKey('cluster_queue_id', 'ts', blank=True, editable=False, primary_key=True, serialize=False)),
-                ('ts', models.DateTimeField()),
-                ('pending_active', models.FloatField(null=True)),
-                ('pending_inadmissible', models.FloatField(null=True)),
-                ('admitted_active', models.FloatField(null=True)),
-                ('admitted', models.FloatField(help_text='admissions over the step', null=True)),
-                ('wait_p50', models.FloatField(help_text='admission wait seconds, over the step', null=True)),
-                ('wait_p95', models.FloatField(help_text='admission wait seconds, over the step', null=True)),
+                (
+                    "pk",
+                    models.CompositePrimaryKey(
+                        "cluster_queue_id",
+                        "ts",
+                        blank=True,
+                        editable=False,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("ts", models.DateTimeField()),
+                ("pending_active", models.FloatField(null=True)),
+                ("pending_inadmissible", models.FloatField(null=True)),
+                ("admitted_active", models.FloatField(null=True)),
+                ("admitted", models.FloatField(help_text="admissions over the step", null=True)),
+                (
+                    "wait_p50",
+                    models.FloatField(help_text="admission wait seconds, over the step", null=True),
+                ),
+                (
+                    "wait_p95",
+                    models.FloatField(help_text="admission wait seconds, over the step", null=True),
+                ),
             ],
             options={
-                'db_table': 'ingest_kueuesample',
-                'managed': False,
+                "db_table": "ingest_kueuesample",
+                "managed": False,
             },
         ),
         migrations.CreateModel(
-            name='ClusterQueue',
+            name="ClusterQueue",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=253, unique=True)),
-                ('cohort', models.CharField(blank=True, max_length=253)),
-                ('first_seen', models.DateTimeField(default=django.utils.timezone.now)),
-                ('last_seen', models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=253, unique=True)),
+                ("cohort", models.CharField(blank=True, max_length=253)),
+                ("first_seen", models.DateTimeField(default=django.utils.timezone.now)),
+                ("last_seen", models.DateTimeField(default=django.utils.timezone.now)),
             ],
         ),
         migrations.CreateModel(
-            name='FamilyHealth',
+            name="FamilyHealth",
             fields=[
-                ('family', models.CharField(choices=[('gpu', 'GPU (dcgm-exporter)'), ('ib', 'InfiniBand'), ('topology', 'IB topology'), ('kueue', 'Kueue'), ('cluster', 'Cluster membership'), ('runs', 'Runs (pods and jobs)'), ('checkpoints', 'Checkpoints')], max_length=16, primary_key=True, serialize=False)),
-                ('last_attempt', models.DateTimeField(null=True)),
-                ('last_success', models.DateTimeField(null=True)),
-                ('lag_seconds', models.FloatField(null=True)),
-                ('duration_seconds', models.FloatField(null=True)),
-                ('rows', models.IntegerField(default=0)),
-                ('skipped', models.IntegerField(default=0)),
-                ('errors', models.IntegerField(default=0)),
-                ('last_error', models.TextField(blank=True)),
+                (
+                    "family",
+                    models.CharField(
+                        choices=[
+                            ("gpu", "GPU (dcgm-exporter)"),
+                            ("ib", "InfiniBand"),
+                            ("topology", "IB topology"),
+                            ("kueue", "Kueue"),
+                            ("cluster", "Cluster membership"),
+                            ("runs", "Runs (pods and jobs)"),
+                            ("checkpoints", "Checkpoints"),
+                        ],
+                        max_length=16,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("last_attempt", models.DateTimeField(null=True)),
+                ("last_success", models.DateTimeField(null=True)),
+                ("lag_seconds", models.FloatField(null=True)),
+                ("duration_seconds", models.FloatField(null=True)),
+                ("rows", models.IntegerField(default=0)),
+                ("skipped", models.IntegerField(default=0)),
+                ("errors", models.IntegerField(default=0)),
+                ("last_error", models.TextField(blank=True)),
             ],
         ),
         migrations.CreateModel(
-            name='IngestCursor',
+            name="IngestCursor",
             fields=[
-                ('family', models.CharField(choices=[('gpu', 'GPU (dcgm-exporter)'), ('ib', 'InfiniBand'), ('topology', 'IB topology'), ('kueue', 'Kueue'), ('cluster', 'Cluster membership'), ('runs', 'Runs (pods and jobs)'), ('checkpoints', 'Checkpoints')], max_length=16, primary_key=True, serialize=False)),
-                ('covered_until', models.DateTimeField()),
+                (
+                    "family",
+                    models.CharField(
+                        choices=[
+                            ("gpu", "GPU (dcgm-exporter)"),
+                            ("ib", "InfiniBand"),
+                            ("topology", "IB topology"),
+                            ("kueue", "Kueue"),
+                            ("cluster", "Cluster membership"),
+                            ("runs", "Runs (pods and jobs)"),
+                            ("checkpoints", "Checkpoints"),
+                        ],
+                        max_length=16,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("covered_until", models.DateTimeField()),
             ],
         ),
         migrations.CreateModel(
-            name='Node',
+            name="Node",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=253, unique=True)),
-                ('pool', models.CharField(choices=[('training', 'Training'), ('inference', 'Inference'), ('unknown', 'Unknown')], default='unknown', max_length=16)),
-                ('unschedulable', models.BooleanField(default=False)),
-                ('leaf_switch', models.CharField(blank=True, help_text='Most common leaf of its ports.', max_length=253)),
-                ('gpu_model', models.CharField(blank=True, max_length=100)),
-                ('first_seen', models.DateTimeField(default=django.utils.timezone.now)),
-                ('last_seen', models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=253, unique=True)),
+                (
+                    "pool",
+                    models.CharField(
+                        choices=[
+                            ("training", "Training"),
+                            ("inference", "Inference"),
+                            ("unknown", "Unknown"),
+                        ],
+                        default="unknown",
+                        max_length=16,
+                    ),
+                ),
+                ("unschedulable", models.BooleanField(default=False)),
+                (
+                    "leaf_switch",
+                    models.CharField(
+                        blank=True, help_text="Most common leaf of its ports.", max_length=253
+                    ),
+                ),
+                ("gpu_model", models.CharField(blank=True, max_length=100)),
+                ("first_seen", models.DateTimeField(default=django.utils.timezone.now)),
+                ("last_seen", models.DateTimeField(default=django.utils.timezone.now)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='PrometheusOutage',
+            name="PrometheusOutage",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('started_at', models.DateTimeField()),
-                ('ended_at', models.DateTimeField(null=True)),
-                ('detail', models.TextField(blank=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("started_at", models.DateTimeField()),
+                ("ended_at", models.DateTimeField(null=True)),
+                ("detail", models.TextField(blank=True)),
             ],
             options={
-                'ordering': ['-started_at'],
+                "ordering": ["-started_at"],
             },
         ),
         migrations.CreateModel(
-            name='IngestCycle',
+            name="IngestCycle",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('family', models.CharField(choices=[('gpu', 'GPU (dcgm-exporter)'), ('ib', 'InfiniBand'), ('topology', 'IB topology'), ('kueue', 'Kueue'), ('cluster', 'Cluster membership'), ('runs', 'Runs (pods and jobs)'), ('checkpoints', 'Checkpoints')], max_length=16)),
-                ('started_at', models.DateTimeField()),
-                ('finished_at', models.DateTimeField(null=True)),
-                ('window_start', models.DateTimeField()),
-                ('window_end', models.DateTimeField()),
-                ('rows', models.IntegerField(default=0)),
-                ('skipped', models.IntegerField(default=0)),
-                ('error', models.TextField(blank=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "family",
+                    models.CharField(
+                        choices=[
+                            ("gpu", "GPU (dcgm-exporter)"),
+                            ("ib", "InfiniBand"),
+                            ("topology", "IB topology"),
+                            ("kueue", "Kueue"),
+                            ("cluster", "Cluster membership"),
+                            ("runs", "Runs (pods and jobs)"),
+                            ("checkpoints", "Checkpoints"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("started_at", models.DateTimeField()),
+                ("finished_at", models.DateTimeField(null=True)),
+                ("window_start", models.DateTimeField()),
+                ("window_end", models.DateTimeField()),
+                ("rows", models.IntegerField(default=0)),
+                ("skipped", models.IntegerField(default=0)),
+                ("error", models.TextField(blank=True)),
             ],
             options={
-                'ordering': ['-started_at'],
-                'indexes': [models.Index(fields=['family', '-started_at'], name='ingest_inge_family_f5225a_idx')],
+                "ordering": ["-started_at"],
+                "indexes": [
+                    models.Index(
+                        fields=["family", "-started_at"], name="ingest_inge_family_f5225a_idx"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Job',
+            name="Job",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('namespace', models.CharField(max_length=253)),
-                ('name', models.CharField(max_length=253)),
-                ('local_queue', models.CharField(blank=True, max_length=253)),
-                ('state', models.CharField(choices=[('pending', 'Pending'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed'), ('unknown', 'Unknown')], default='unknown', max_length=16)),
-                ('first_seen', models.DateTimeField(default=django.utils.timezone.now)),
-                ('last_seen', models.DateTimeField(default=django.utils.timezone.now)),
-                ('cluster_queue', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to='ingest.clusterqueue')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("namespace", models.CharField(max_length=253)),
+                ("name", models.CharField(max_length=253)),
+                ("local_queue", models.CharField(blank=True, max_length=253)),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                            ("unknown", "Unknown"),
+                        ],
+                        default="unknown",
+                        max_length=16,
+                    ),
+                ),
+                ("first_seen", models.DateTimeField(default=django.utils.timezone.now)),
+                ("last_seen", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "cluster_queue",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to="ingest.clusterqueue",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-first_seen'],
+                "ordering": ["-first_seen"],
             },
         ),
         migrations.CreateModel(
-            name='Checkpoint',
+            name="Checkpoint",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('step', models.BigIntegerField()),
-                ('ts', models.DateTimeField()),
-                ('duration_seconds', models.FloatField(blank=True, null=True)),
-                ('bytes', models.BigIntegerField(blank=True, null=True)),
-                ('path', models.CharField(blank=True, max_length=1000)),
-                ('source', models.CharField(choices=[('prometheus', 'Prometheus gauges'), ('api', 'Pushed over the API')], max_length=16)),
-                ('job', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='checkpoints', to='ingest.job')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("step", models.BigIntegerField()),
+                ("ts", models.DateTimeField()),
+                ("duration_seconds", models.FloatField(blank=True, null=True)),
+                ("bytes", models.BigIntegerField(blank=True, null=True)),
+                ("path", models.CharField(blank=True, max_length=1000)),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[
+                            ("prometheus", "Prometheus gauges"),
+                            ("api", "Pushed over the API"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "job",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="checkpoints",
+                        to="ingest.job",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['ts'],
+                "ordering": ["ts"],
             },
         ),
         migrations.CreateModel(
-            name='KueueEviction',
+            name="KueueEviction",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('ts', models.DateTimeField()),
-                ('kind', models.CharField(choices=[('evicted', 'Evicted'), ('preempted', 'Preempted')], max_length=16)),
-                ('reason', models.CharField(max_length=100)),
-                ('count', models.FloatField()),
-                ('cluster_queue', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='ingest.clusterqueue')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("ts", models.DateTimeField()),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("evicted", "Evicted"), ("preempted", "Preempted")], max_length=16
+                    ),
+                ),
+                ("reason", models.CharField(max_length=100)),
+                ("count", models.FloatField()),
+                (
+                    "cluster_queue",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, to="ingest.clusterqueue"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='KueueQuota',
+            name="KueueQuota",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('ts', models.DateTimeField()),
-                ('flavor', models.CharField(max_length=100)),
-                ('resource', models.CharField(max_length=100)),
-                ('usage', models.FloatField()),
-                ('nominal', models.FloatField(null=True)),
-                ('cluster_queue', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='ingest.clusterqueue')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("ts", models.DateTimeField()),
+                ("flavor", models.CharField(max_length=100)),
+                ("resource", models.CharField(max_length=100)),
+                ("usage", models.FloatField()),
+                ("nominal", models.FloatField(null=True)),
+                (
+                    "cluster_queue",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, to="ingest.clusterqueue"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='IbPort',
+            name="IbPort",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('device', models.CharField(max_length=64)),
-                ('port', models.PositiveSmallIntegerField(default=1)),
-                ('guid', models.CharField(blank=True, max_length=32)),
-                ('leaf_switch', models.CharField(blank=True, max_length=253)),
-                ('switch_port', models.CharField(blank=True, max_length=32)),
-                ('node', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='ib_ports', to='ingest.node')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("device", models.CharField(max_length=64)),
+                ("port", models.PositiveSmallIntegerField(default=1)),
+                ("guid", models.CharField(blank=True, max_length=32)),
+                ("leaf_switch", models.CharField(blank=True, max_length=253)),
+                ("switch_port", models.CharField(blank=True, max_length=32)),
+                (
+                    "node",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="ib_ports",
+                        to="ingest.node",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['node__name', 'device', 'port'],
+                "ordering": ["node__name", "device", "port"],
             },
         ),
         migrations.CreateModel(
-            name='Pod',
+            name="Pod",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('namespace', models.CharField(max_length=253)),
-                ('name', models.CharField(max_length=253)),
-                ('phase', models.CharField(blank=True, max_length=32)),
-                ('restarts', models.IntegerField(default=0)),
-                ('first_seen', models.DateTimeField(default=django.utils.timezone.now)),
-                ('last_seen', models.DateTimeField(default=django.utils.timezone.now)),
-                ('job', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='pods', to='ingest.job')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("namespace", models.CharField(max_length=253)),
+                ("name", models.CharField(max_length=253)),
+                ("phase", models.CharField(blank=True, max_length=32)),
+                ("restarts", models.IntegerField(default=0)),
+                ("first_seen", models.DateTimeField(default=django.utils.timezone.now)),
+                ("last_seen", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "job",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="pods",
+                        to="ingest.job",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='PodAssignment',
+            name="PodAssignment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('first_seen', models.DateTimeField()),
-                ('last_seen', models.DateTimeField()),
-                ('node', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='pod_assignments', to='ingest.node')),
-                ('pod', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='assignments', to='ingest.pod')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("first_seen", models.DateTimeField()),
+                ("last_seen", models.DateTimeField()),
+                (
+                    "node",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="pod_assignments",
+                        to="ingest.node",
+                    ),
+                ),
+                (
+                    "pod",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="assignments",
+                        to="ingest.pod",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='PoolChange',
+            name="PoolChange",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('ts', models.DateTimeField()),
-                ('pool', models.CharField(choices=[('training', 'Training'), ('inference', 'Inference'), ('unknown', 'Unknown')], max_length=16)),
-                ('node', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='pool_changes', to='ingest.node')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("ts", models.DateTimeField()),
+                (
+                    "pool",
+                    models.CharField(
+                        choices=[
+                            ("training", "Training"),
+                            ("inference", "Inference"),
+                            ("unknown", "Unknown"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "node",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="pool_changes",
+                        to="ingest.node",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='RunEvent',
+            name="RunEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('ts', models.DateTimeField()),
-                ('kind', models.CharField(choices=[('started', 'Started'), ('restart', 'Pod restart (crash)'), ('failed', 'Failed'), ('succeeded', 'Succeeded'), ('evicted', 'Evicted'), ('preempted', 'Preempted')], max_length=16)),
-                ('pod', models.CharField(blank=True, max_length=253)),
-                ('detail', models.CharField(blank=True, max_length=500)),
-                ('job', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='events', to='ingest.job')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("ts", models.DateTimeField()),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("started", "Started"),
+                            ("restart", "Pod restart (crash)"),
+                            ("failed", "Failed"),
+                            ("succeeded", "Succeeded"),
+                            ("evicted", "Evicted"),
+                            ("preempted", "Preempted"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("pod", models.CharField(blank=True, max_length=253)),
+                ("detail", models.CharField(blank=True, max_length=500)),
+                (
+                    "job",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="events",
+                        to="ingest.job",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['ts'],
+                "ordering": ["ts"],
             },
         ),
         migrations.CreateModel(
-            name='XidEvent',
+            name="XidEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('gpu', models.SmallIntegerField()),
-                ('ts', models.DateTimeField()),
-                ('code', models.IntegerField()),
-                ('message', models.CharField(blank=True, max_length=500)),
-                ('node', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='xid_events', to='ingest.node')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("gpu", models.SmallIntegerField()),
+                ("ts", models.DateTimeField()),
+                ("code", models.IntegerField()),
+                ("message", models.CharField(blank=True, max_length=500)),
+                (
+                    "node",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="xid_events",
+                        to="ingest.node",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-ts'],
+                "ordering": ["-ts"],
             },
         ),
         migrations.AddConstraint(
-            model_name='job',
-            constraint=models.UniqueConstraint(fields=('namespace', 'name'), name='uniq_job'),
+            model_name="job",
+            constraint=models.UniqueConstraint(fields=("namespace", "name"), name="uniq_job"),
         ),
         migrations.AddConstraint(
-            model_name='checkpoint',
-            constraint=models.UniqueConstraint(fields=('job', 'step'), name='uniq_checkpoint_step'),
+            model_name="checkpoint",
+            constraint=models.UniqueConstraint(fields=("job", "step"), name="uniq_checkpoint_step"),
         ),
         migrations.AddConstraint(
-            model_name='kueueeviction',
-            constraint=models.UniqueConstraint(fields=('cluster_queue', 'ts', 'kind', 'reason'), name='uniq_eviction'),
+            model_name="kueueeviction",
+            constraint=models.UniqueConstraint(
+                fields=("cluster_queue", "ts", "kind", "reason"), name="uniq_eviction"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='kueuequota',
-            constraint=models.UniqueConstraint(fields=('cluster_queue', 'ts', 'flavor', 'resource'), name='uniq_quota'),
+            model_name="kueuequota",
+            constraint=models.UniqueConstraint(
+                fields=("cluster_queue", "ts", "flavor", "resource"), name="uniq_quota"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='ibport',
-            constraint=models.UniqueConstraint(fields=('node', 'device', 'port'), name='uniq_ib_port'),
+            model_name="ibport",
+            constraint=models.UniqueConstraint(
+                fields=("node", "device", "port"), name="uniq_ib_port"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='pod',
-            constraint=models.UniqueConstraint(fields=('namespace', 'name'), name='uniq_pod'),
+            model_name="pod",
+            constraint=models.UniqueConstraint(fields=("namespace", "name"), name="uniq_pod"),
         ),
         migrations.AddConstraint(
-            model_name='podassignment',
-            constraint=models.UniqueConstraint(fields=('pod', 'node', 'first_seen'), name='uniq_assignment'),
+            model_name="podassignment",
+            constraint=models.UniqueConstraint(
+                fields=("pod", "node", "first_seen"), name="uniq_assignment"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='poolchange',
-            constraint=models.UniqueConstraint(fields=('node', 'ts'), name='uniq_pool_change'),
+            model_name="poolchange",
+            constraint=models.UniqueConstraint(fields=("node", "ts"), name="uniq_pool_change"),
         ),
         migrations.AddConstraint(
-            model_name='runevent',
-            constraint=models.UniqueConstraint(fields=('job', 'ts', 'kind', 'pod'), name='uniq_run_event'),
+            model_name="runevent",
+            constraint=models.UniqueConstraint(
+                fields=("job", "ts", "kind", "pod"), name="uniq_run_event"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='xidevent',
-            constraint=models.UniqueConstraint(fields=('node', 'gpu', 'ts', 'code'), name='uniq_xid'),
+            model_name="xidevent",
+            constraint=models.UniqueConstraint(
+                fields=("node", "gpu", "ts", "code"), name="uniq_xid"
+            ),
         ),
     ]

@@ -4,30 +4,31 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('ingest', '0002_timeseries_tables'),
+        ("ingest", "0002_timeseries_tables"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='familyhealth',
-            name='last_rows',
-            field=models.IntegerField(default=0, help_text='rows written by the last cycle'),
+            model_name="familyhealth",
+            name="last_rows",
+            field=models.IntegerField(default=0, help_text="rows written by the last cycle"),
         ),
         migrations.AlterField(
-            model_name='familyhealth',
-            name='errors',
-            field=models.BigIntegerField(default=0, help_text='failed cycles, total'),
+            model_name="familyhealth",
+            name="errors",
+            field=models.BigIntegerField(default=0, help_text="failed cycles, total"),
         ),
         migrations.AlterField(
-            model_name='familyhealth',
-            name='rows',
-            field=models.BigIntegerField(default=0, help_text='rows written, total since the first cycle'),
+            model_name="familyhealth",
+            name="rows",
+            field=models.BigIntegerField(
+                default=0, help_text="rows written, total since the first cycle"
+            ),
         ),
         migrations.AlterField(
-            model_name='familyhealth',
-            name='skipped',
-            field=models.BigIntegerField(default=0, help_text='points skipped, total'),
+            model_name="familyhealth",
+            name="skipped",
+            field=models.BigIntegerField(default=0, help_text="points skipped, total"),
         ),
     ]

@@ -44,6 +44,7 @@ def replayed(ingested, django_db_blocker) -> tuple[object, Replay]:  # noqa: F81
             yield ingested, replay(ingested.start + 1800, ingested.end - 30, STEP)
         finally:
             Alert.objects.all().delete()
+            Evaluation.objects.all().delete()
 
 
 def one(result: Replay, rule: str, **labels: str):  # noqa: ANN201

@@ -11,7 +11,7 @@ from django.utils import timezone
 from alerts.models import Alert, Silence, SilenceAudit
 from core.models import APIToken
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.alerts.urls")]
+pytestmark = [pytest.mark.django_db]
 NOW = timezone.now().replace(microsecond=0)
 
 

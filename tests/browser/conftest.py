@@ -47,7 +47,7 @@ def screenshot() -> object:
 
 
 def log_in(
-    browser: object, base_url: str, username: str, password: str, width: int = 1440
+    browser: object, base_url: str, username: str, password: str, width: int = 1366
 ) -> object:
     """A new page at laptop width, logged in through the real login form."""
     context = browser.new_context(viewport={"width": width, "height": 900}, base_url=base_url)  # type: ignore[attr-defined]

@@ -219,3 +219,18 @@ def test_heatmap_is_cached_per_ingest_cursor(
     cursor.covered_until += timedelta(seconds=30)
     cursor.save()
     assert "renamed" in heatmap(logged_in_client, **params).json()["nodes"]
+
+
+def test_cache_warm_hook_builds_the_committed_families_24h_heatmaps(
+    logged_in_client: Client, cluster: Cluster, django_assert_max_num_queries
+) -> None:  # noqa: ANN001
+    from dashboard.api.cache import warm
+    from ingest.events import ingest_committed
+    from ingest.models import IngestCursor
+
+    IngestCursor.objects.create(family="gpu", covered_until=cluster.end)
+    assert warm(ingest_committed(["gpu"], iso(cluster.end), 64)) == 5  # the five GPU metrics
+    with django_assert_max_num_queries(4):  # session, user, cursor, alerts: served from the cache
+        body = logged_in_client.get("/api/v1/heatmap?metric=drift&window=24h&width=1200").json()
+    assert cluster.drift_node in body["nodes"]
+    assert warm({"type": "alerts.changed"}) == 0

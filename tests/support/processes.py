@@ -251,15 +251,20 @@ def run_celery_worker(
     log_dir: Path | None = None,
     timeout: float = START_TIMEOUT_SECONDS,
 ) -> Iterator[CeleryWorker]:
-    """A real Celery worker (solo pool) on ``env["REDIS_URL"]``; ready once it answers a ping."""
+    """A real Celery worker (solo pool) on ``env["REDIS_URL"]``; ready once it answers a ping.
+
+    Without ``queues`` it consumes every queue of the product (settings.WORKER_QUEUES).
+    """
+    from django.conf import settings
+
+    queues = tuple(queues or settings.WORKER_QUEUES)
     nodename = f"test-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
     argv = [PYTHON, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--concurrency=1"]
     argv += ["-l", "info", "-n", nodename, "--without-mingle", "--without-gossip"]
-    if queues:
-        argv += ["-Q", ",".join(queues)]
+    argv += ["-Q", ",".join(queues)]
     ready = _worker_answers_ping(env["REDIS_URL"], nodename)
     with run_process("celery-worker", argv, env, ready, log_dir, timeout) as process:
-        yield CeleryWorker(process, nodename, tuple(queues or ("celery",)))
+        yield CeleryWorker(process, nodename, queues)
 
 
 @dataclass

@@ -9,6 +9,9 @@
   var form = document.getElementById("fabric-controls");
   var ibMetrics = JSON.parse(document.getElementById("ib-metrics").textContent);
   var HIGH_IS_BAD = { ib_xmit_wait: 1, ib_errors: 1, nvlink_errors: 1, drift: 1 };
+  // High-is-bad metrics: zero is a muted slate (visible against the dark page, unlike "Hot"'s
+  // black, so "no errors" differs from "no data"), the worst values glow.
+  var BAD_SCALE = [[0, "#243447"], [0.25, "#7a2e12"], [0.6, "#e8702a"], [1, "#ffe066"]];
   var MARK_COLOURS = { critical: "#f85149", warning: "#d29922", silenced: "#8b949e" };
   var state = null; // the drawn heatmap: {body, query}
   var railsBody = null;
@@ -16,20 +19,7 @@
 
   function purge(el) { Plotly.purge(el); delete el.dataset.bound; }
 
-  function params() {
-    var data = new FormData(form);
-    var q = new URLSearchParams();
-    q.set("metric", data.get("metric"));
-    q.set("sort", data.get("sort"));
-    if (data.get("start") && data.get("end")) {
-      q.set("start", data.get("start") + ":00Z");
-      q.set("end", data.get("end") + ":00Z");
-    } else {
-      q.set("window", data.get("window") || "6h");
-    }
-    q.set("width", String(Math.max(plot.clientWidth - 200, 200)));
-    return q;
-  }
+  var params = window.cwFabricParams; // fabric-prefetch.js
 
   function showEmpty(id, message, link) {
     var box = document.getElementById(id);
@@ -60,8 +50,29 @@
     });
   }
 
+  // Colour bars in readable units: bytes/s drawn as GB/s (Plotly's SI "250G" next to
+  // "B/s" would read as "250 billion" or, with its default "B" suffix, as 250 bytes).
+  var DISPLAY_UNITS = { "B/s": ["GB/s", 1e9] };
+  function display(unit, values) {
+    var scaled = DISPLAY_UNITS[unit];
+    if (!scaled) { return { unit: unit, z: values }; }
+    var z = values.map(function (row) { return row.map(function (v) { return v === null ? null : v / scaled[1]; }); });
+    return { unit: scaled[0], z: z };
+  }
+  // Counts (errors) start at zero; with nothing counted the bar shows 0…1, not −0.5…0.5.
+  function zRange(unit, z) {
+    if (unit !== "errors") { return {}; }
+    var top = 0;
+    z.forEach(function (row) { row.forEach(function (v) { if (v !== null && v > top) { top = v; } }); });
+    return { zmin: 0, zmax: Math.max(top, 1) };
+  }
+  function colorbar(unit) {
+    return { title: { text: unit, side: "right" }, thickness: 12, exponentformat: "SI" };
+  }
+
   function figure(body) {
     var labels = uniqueTicks(body.nodes);
+    var shown = display(body.unit, body.values);
     var marked = { x: [], y: [], color: [] };
     body.nodes.forEach(function (name, i) {
       var mark = body.marks && body.marks[name];
@@ -69,10 +80,11 @@
     });
     var rows = body.nodes.length;
     var heat = {
-      type: "heatmap", x: body.times, y: labels, z: body.values, zsmooth: false, hoverinfo: "none",
-      colorscale: HIGH_IS_BAD[body.metric] ? "Hot" : "Viridis", reversescale: false,
-      colorbar: { title: { text: body.unit, side: "right" }, thickness: 12 }, xgap: 0, ygap: rows > 200 ? 0 : 1,
+      type: "heatmap", x: body.times, y: labels, z: shown.z, zsmooth: false, hoverinfo: "none",
+      colorscale: HIGH_IS_BAD[body.metric] ? BAD_SCALE : "Viridis", reversescale: false,
+      colorbar: colorbar(shown.unit), xgap: 0, ygap: rows > 200 ? 0 : 1,
     };
+    Object.assign(heat, zRange(shown.unit, shown.z));
     var marks = {
       type: "scatter", mode: "markers", x: marked.x, y: marked.y, xaxis: "x2", hoverinfo: "none",
       marker: { symbol: "square", size: 7, color: marked.color }, showlegend: false,
@@ -95,7 +107,7 @@
     if (!plot.dataset.bound) { plot.dataset.bound = "1"; bind(); }
     window.cwFabric.drawnAt = performance.now();
     statusEl.textContent = body.nodes.length + " nodes × " + body.times.length + " columns · step " +
-      body.step + " s · " + body.unit;
+      body.step + " s · " + display(body.unit, []).unit;
   }
 
   function load() {
@@ -103,7 +115,11 @@
     statusEl.textContent = "loading…";
     history.replaceState(null, "", "?" + ["metric", "window", "start", "end", "sort"].filter(function (k) { return q.get(k); })
       .map(function (k) { return k + "=" + encodeURIComponent(q.get(k)); }).join("&"));
-    return fetch("/api/v1/heatmap?" + q.toString(), { credentials: "same-origin" })
+    var prefetched = window.cwFabricPrefetch;
+    window.cwFabricPrefetch = null;
+    var request = prefetched && prefetched.query === q.toString() ? prefetched.response :
+      fetch("/api/v1/heatmap?" + q.toString(), { credentials: "same-origin" });
+    return request
       .then(function (r) { return r.json().then(function (b) { return { ok: r.ok, body: b }; }); })
       .then(function (res) {
         document.getElementById("heatmap-empty").hidden = true;
@@ -125,11 +141,11 @@
       empty.hidden = true;
       if (!body.nodes || !body.nodes.length) { purge(railsPlot); showEmpty("rails-empty", "No IB ports found for this window —", ["/coverage/", "see Coverage"]); return; }
       var labels = uniqueTicks(body.nodes);
-      Plotly.react(railsPlot, [{
-        type: "heatmap", x: body.ports.map(window.cwTick), y: labels, z: body.values, hoverinfo: "none",
-        colorscale: HIGH_IS_BAD[body.metric] ? "Hot" : "Viridis",
-        colorbar: { title: { text: body.unit, side: "right" }, thickness: 12 },
-      }], {
+      var shown = display(body.unit, body.values);
+      Plotly.react(railsPlot, [Object.assign({
+        type: "heatmap", x: body.ports.map(window.cwTick), y: labels, z: shown.z, hoverinfo: "none",
+        colorscale: HIGH_IS_BAD[body.metric] ? BAD_SCALE : "Viridis", colorbar: colorbar(shown.unit),
+      }, zRange(shown.unit, shown.z))], {
         height: Math.min(Math.max(body.nodes.length * 12 + 110, 260), 900), paper_bgcolor: "rgba(0,0,0,0)",
         plot_bgcolor: "rgba(0,0,0,0)", font: { color: "#e6edf3", size: 11 }, margin: { l: 150, r: 20, t: 10, b: 60 },
         xaxis: { type: "category", title: { text: "HCA (device)" } },
@@ -140,7 +156,8 @@
         railsPlot.dataset.bound = "1";
         railsPlot.on("plotly_hover", function (ev) {
           var p = ev.points[0];
-          showHover(ev.event, [railsBody.nodes[p.pointIndex[0]], railsBody.ports[p.pointIndex[1]], format(p.z, railsBody.unit)]);
+          var i = p.pointIndex[0], j = p.pointIndex[1];
+          showHover(ev.event, [railsBody.nodes[i], railsBody.ports[j], format(railsBody.values[i][j], railsBody.unit)]);
         });
         railsPlot.on("plotly_unhover", function () { hoverBox.hidden = true; });
       }
@@ -170,7 +187,7 @@
       var body = state.body;
       var name = body.nodes[p.pointIndex[0]];
       var mark = body.marks && body.marks[name];
-      var lines = [name, body.times[p.pointIndex[1]], format(p.z, body.unit)];
+      var lines = [name, body.times[p.pointIndex[1]], format(body.values[p.pointIndex[0]][p.pointIndex[1]], body.unit)];
       if (mark) { lines.push(mark.state + ": " + mark.alerts.join(", ")); }
       showHover(ev.event, lines);
     });
