@@ -22,6 +22,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -224,8 +225,12 @@ def measure(args: argparse.Namespace, end: float, log_dir: Path) -> None:
         f"statuses {sorted({o.status for o in outcomes})}")  # fmt: skip
     reset_to(until_warm)
     began = time.perf_counter()
-    services.ingest_all(until=until)
+    outcomes = services.ingest_all(until=until)
     baseline = time.perf_counter() - began
+    say(
+        "in-process cycle per family: "
+        + ", ".join(f"{o.family} {o.duration:.2f}s" for o in outcomes)
+    )
     rows = window_rows(until_warm)
     results = {"in-process, unsharded (ingest_all)": (baseline, [])}
     for count in (1, 2):
@@ -268,22 +273,21 @@ def main() -> None:
     args = parser.parse_args()
     total = time.perf_counter()
     recreate_database(BENCH_DB)
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-    from django.db import connections
-
-    call_command("migrate", verbosity=0)
     with contextlib.ExitStack() as stack:
-        workdir = args.workdir or Path(
-            stack.enter_context(__import__("tempfile").TemporaryDirectory())
-        )
+        workdir = args.workdir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
         workdir.mkdir(parents=True, exist_ok=True)
         began = time.perf_counter()
         prometheus, end = history_prometheus(args.nodes, args.minutes, workdir)
         stack.callback(prometheus.stop)
         say(f"set-up total: {time.perf_counter() - began:.0f} s")
+        os.environ["PROMETHEUS_URL"] = prometheus.url  # this process and its workers
+        import django
+
+        django.setup()
+        from django.core.management import call_command
+        from django.db import connections
+
+        call_command("migrate", verbosity=0)
         try:
             measure(args, end, workdir)
         finally:

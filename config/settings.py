@@ -66,7 +66,7 @@ if INGEST_IB_DIALECT not in {"auto", "node_exporter", "treydock"}:
     env.ERRORS.append(f"INGEST_IB_DIALECT={INGEST_IB_DIALECT!r}: expected auto, node_exporter or treydock")
     INGEST_IB_DIALECT = "auto"
 INGEST_AFTER_COMMIT_HOOKS = env.env_list(
-    "INGEST_AFTER_COMMIT_HOOKS", ["alerts.hooks.on_ingest_committed"]
+    "INGEST_AFTER_COMMIT_HOOKS", ["alerts.hooks.on_ingest_committed", "dashboard.api.cache.warm"]
 )
 try:
     INGEST_PROMQL_OVERRIDES = json.loads(env.env_str("INGEST_PROMQL_OVERRIDES", "{}") or "{}")

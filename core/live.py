@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -12,6 +14,14 @@ from channels.layers import get_channel_layer
 log = logging.getLogger(__name__)
 
 LIVE_GROUP = "live"
+
+
+def _inside_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def publish(event: Mapping[str, Any]) -> bool:
@@ -23,8 +33,16 @@ def publish(event: Mapping[str, Any]) -> bool:
     layer = get_channel_layer()
     if layer is None:
         return False
+    send = async_to_sync(layer.group_send)
+    message = {"type": "live.event", "event": dict(event)}
     try:
-        async_to_sync(layer.group_send)(LIVE_GROUP, {"type": "live.event", "event": dict(event)})
+        if _inside_event_loop():
+            # Called from a thread that runs an event loop (async code, a browser-test
+            # harness): async_to_sync refuses to block it, so send from a helper thread.
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                pool.submit(send, LIVE_GROUP, message).result(timeout=10)
+        else:
+            send(LIVE_GROUP, message)
     except Exception as exc:  # noqa: BLE001 - channel layer errors vary by backend
         log.warning("live publish failed: %s", exc)
         return False

@@ -123,7 +123,8 @@ def node_rollup_heatmap_sql(spec: HeatmapMetric, aligned: bool) -> str:
     """(column index, node ids[], values[]) rows of a heatmap from the per-node rollups."""
     # A node rollup row already holds ``inner`` for its 5-minute bucket; only ``outer``
     # over the buckets of a wider column is left (none at all for aligned 5-minute columns).
-    # Both arrays aggregate the same rows in the same order, so they pair up by position.
+    # One row per column; both arrays aggregate the same rows in the same order, so they
+    # pair up by position.
     index = "floor((date_part('epoch', ts) - %(start_epoch)s) / %(step)s)::int"
     where = (
         f"FROM ingest_noderollup WHERE ts >= %(start)s AND ts < %(end)s "

@@ -174,7 +174,7 @@ def _raw_rows(
 def _node_rollup_rows(
     spec: HeatmapMetric, start: datetime, end: datetime, step: int, columns: int
 ) -> Rows:
-    # One row per column with the nodes' ids and values as arrays: ~300 rows to decode
+    # One row per column with the node ids and values as arrays: ~300 rows to decode
     # instead of 150 k tuples, aggregated in ts order straight off the (ts, node_id) key.
     aligned = step == ROLLUP_STEP_SECONDS and int(start.timestamp()) % step == 0
     params = {"step": step, "start": start, "end": end, "start_epoch": start.timestamp()}

@@ -52,7 +52,9 @@ def ingest_history(prom: SimulatedPrometheus, minutes: int = 30) -> None:
 
 
 def raw(prom: SimulatedPrometheus, selector: str, ts: float) -> float:
-    value = prom.scalar(selector, at=ts)
+    # Backfilled history has no staleness markers: when a GPU's pod label changed in the
+    # last 5 minutes, two series answer; ingest keeps the max per GPU, and so does this.
+    value = prom.scalar(f"max({selector})", at=ts)
     assert value is not None, selector
     return value
 

@@ -86,6 +86,8 @@ def subprocess_env(**overrides: str) -> dict[str, str]:
             "request the django_db_setup fixture before building a subprocess environment"
         )
     environment = dict(os.environ)
+    # Browser tests allow sync ORM calls inside Playwright's loop in *this* process only.
+    environment.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     environment.update(
         DJANGO_SETTINGS_MODULE="config.settings",
         PYTHONPATH=str(BASE_DIR),

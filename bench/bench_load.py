@@ -1,0 +1,316 @@
+"""Load benchmark: 50 users browsing and 200 live websockets against one real daphne process.
+
+    python bench/bench_load.py [--nodes 512] [--users 50] [--seconds 30] [--sockets 200]
+
+Data: ``--nodes`` nodes with 8 GPUs and 8 IB ports each, 24 h of GPU and IB
+samples written with SQL (every 5 min for 22 h, every 30 s for the last 2 h,
+like an ingest would leave them) and the 5-minute rollups refreshed by
+``ingest.rollups``. The load runs from this process (threads, keep-alive
+HTTP/1.1, logged-in session) against daphne in its own process (DEBUG off,
+collected static files). Each user loops overview page → overview JSON → fabric
+page → 24 h IB heatmap JSON → 24 h GPU heatmap JSON → a random node page →
+its JSON, with ``--think`` seconds between requests. Reported: p50/p95/max per
+request kind and overall, errors (goal p95 ≤ 500 ms, 0 errors), then every
+websocket client's delay from an ingest commit (cursor advanced, event
+published on commit, as ingest does) to receipt (goal: all within 2 s), and
+daphne's peak RSS (goal ≤ 300 MB). Own database, created and dropped here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import http.client
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench._support import child_env, peak_rss_mb, recreate_database, write_section  # noqa: E402
+
+BENCH_DB = "clusterwatch_bench_load"
+SECRET = "bench-load-secret-key-not-for-production-0123456789-abcdefghijklmnop"
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+os.environ.update(
+    DEBUG="0",
+    SECRET_KEY=os.environ.get("SECRET_KEY", SECRET),
+    DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{BENCH_DB}",
+    REDIS_URL=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/15"),
+    ALLOWED_HOSTS="127.0.0.1,localhost",
+    LOG_LEVEL="WARNING",
+)
+LINES: list[str] = []
+GPU_VALUES = (
+    "50 + 45 * random(), random(), random(), random(), 300 + 400 * random(), 40 + 30 * random(), "
+    "1e10 * random(), 0, 0, 0, 0"
+)
+IB_VALUES = (
+    "4e10 * random(), 4e10 * random(), 1e6 * random(), 1e6 * random(), 1e5 * random(), "
+    "0, 0, 0, 0, 0, 0, 5e10, 4, 5, 0"
+)
+
+
+def say(line: str = "") -> None:
+    """Print a result line and keep it for RESULTS.md."""
+    print(line, flush=True)
+    LINES.append(line)
+
+
+def write_data(nodes: int, end: datetime) -> None:
+    """Nodes, ports, 24 h of raw GPU / IB rows and their rollups; every cursor at ``end``."""
+    from django.db import connection, transaction
+
+    from ingest import rollups
+    from ingest.models import Family, IngestCursor
+    from ingest.partitions import ensure_partitions
+    from ingest.store import GPU_TABLE, IB_TABLE
+
+    start = end - timedelta(hours=24)
+    recent = end - timedelta(hours=2)
+    times = (
+        "(SELECT generate_series(%(start)s::timestamptz, %(recent)s, '300 seconds') AS ts "
+        "UNION SELECT generate_series(%(recent)s::timestamptz + interval '30 seconds', %(end)s, '30 seconds'))"
+    )
+    params = {"start": start, "recent": recent, "end": end, "nodes": nodes - 1}
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO ingest_node (name, pool, unschedulable, leaf_switch, gpu_model, first_seen, last_seen) "
+            "SELECT 'gpu-' || lpad(i::text, 4, '0'), CASE WHEN i %% 4 = 3 THEN 'inference' ELSE 'training' END, "
+            "false, 'ib-leaf-' || lpad((i / 32)::text, 2, '0'), 'NVIDIA H100 80GB HBM3', %(start)s, %(end)s "
+            "FROM generate_series(0, %(nodes)s) i",
+            params,
+        )
+        cursor.execute(
+            "INSERT INTO ingest_ibport (node_id, device, port, guid, leaf_switch, switch_port) "
+            "SELECT n.id, 'mlx5_' || r, 1, '', n.leaf_switch || '-rail' || r, (n.id % 32)::text "
+            "FROM ingest_node n, generate_series(0, 7) r"
+        )
+        ensure_partitions(start, end)
+        cursor.execute(
+            f"INSERT INTO ingest_gpusample ({', '.join(GPU_TABLE.columns)}) "
+            f"SELECT t.ts, n.id, g, {GPU_VALUES} FROM {times} t, ingest_node n, generate_series(0, 7) g",
+            params,
+        )
+        cursor.execute(
+            f"INSERT INTO ingest_ibsample ({', '.join(IB_TABLE.columns)}) "
+            f"SELECT t.ts, p.id, p.node_id, {IB_VALUES} FROM {times} t, ingest_ibport p",
+            params,
+        )
+        rollups.refresh("gpu", start, end)
+        rollups.refresh("ib", start, end)
+        for family in Family.values:
+            IngestCursor.objects.update_or_create(family=family, defaults={"covered_until": end})
+        cursor.execute("ANALYZE")
+
+
+def session_cookie() -> str:
+    """A logged-in session (database sessions) for the load's user."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    user = get_user_model().objects.create_user("load", "load@example.com", "load-pass-123456")
+    client = Client()
+    client.force_login(user)
+    return client.cookies["sessionid"].value
+
+
+def user_paths(nodes: int, rng: random.Random) -> list[tuple[str, str]]:
+    """One user's round through the dashboard: (kind, path)."""
+    node = f"gpu-{rng.randrange(nodes):04d}"
+    return [
+        ("overview page", "/"),
+        ("overview json", "/api/v1/overview"),
+        ("fabric page", "/fabric/"),
+        ("heatmap ib 24h", "/api/v1/heatmap?metric=ib_tx&window=24h"),
+        ("heatmap gpu 24h", "/api/v1/heatmap?metric=gpu_util&window=24h"),
+        ("node page", f"/nodes/{node}/"),
+        ("node json", f"/api/v1/nodes/{node}"),
+    ]
+
+
+def browse(port: int, cookie: str, nodes: int, until: float, think: float, seed: int) -> list:
+    """One virtual user until ``until``: [(kind, seconds, status or error)]."""
+    rng, results = random.Random(seed), []
+    time.sleep(rng.random() * think)  # users do not arrive in lockstep
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    headers = {"Cookie": f"sessionid={cookie}", "Host": "127.0.0.1"}
+    while time.monotonic() < until:
+        for kind, path in user_paths(nodes, rng):
+            began = time.perf_counter()
+            try:
+                conn.request("GET", path, headers=headers)
+                response = conn.getresponse()
+                response.read()
+                outcome: object = response.status
+            except (OSError, http.client.HTTPException) as exc:
+                outcome = type(exc).__name__
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            results.append((kind, time.perf_counter() - began, outcome))
+            time.sleep(think)
+    conn.close()
+    return results
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """The ``fraction`` quantile (nearest rank)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def http_load(port: int, cookie: str, args: argparse.Namespace) -> tuple[float, int]:
+    """Run the users; print the latency table; return (overall p95 seconds, errors)."""
+    until = time.monotonic() + args.seconds
+    with ThreadPoolExecutor(max_workers=args.users) as pool:
+        runs = [pool.submit(browse, port, cookie, args.nodes, until, args.think, seed)
+                for seed in range(args.users)]  # fmt: skip
+        results = [item for run in runs for item in run.result()]
+    by_kind: dict[str, list[float]] = defaultdict(list)
+    errors = [r for r in results if r[2] != 200]
+    for kind, seconds, _ in results:
+        by_kind[kind].append(seconds)
+    say(f"{'request':<18} {'n':>6} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
+    for kind, values in [*by_kind.items(), ("ALL", [r[1] for r in results])]:
+        say(f"{kind:<18} {len(values):6d} {1000 * statistics.median(values):8.0f} "
+            f"{1000 * percentile(values, 0.95):8.0f} {1000 * max(values):8.0f}")  # fmt: skip
+    rate = len(results) / args.seconds
+    say(f"requests: {len(results):,} in {args.seconds} s ({rate:.0f}/s), errors: {len(errors)}"
+        + (f" e.g. {errors[:3]}" if errors else ""))  # fmt: skip
+    return percentile([r[1] for r in results], 0.95), len(errors)
+
+
+async def _listen(url: str, cookie: str, origin: str, received: dict, ready: asyncio.Event,
+                  connected: list) -> None:  # fmt: skip
+    from websockets.asyncio.client import connect
+
+    async with connect(url, additional_headers={"Cookie": f"sessionid={cookie}"}, origin=origin,
+                       open_timeout=30, max_queue=None) as socket:  # fmt: skip
+        await socket.recv()  # hello
+        connected.append(1)
+        async for raw in socket:
+            arrived = time.time()
+            event = json.loads(raw)
+            if event.get("type") == "ingest.committed":
+                received.setdefault(event["covered_until"], []).append(arrived)
+            if ready.is_set() and event.get("covered_until") == "stop":
+                return
+
+
+def websocket_fanout(port: int, cookie: str, sockets: int, events: int, end: datetime) -> float:
+    """``sockets`` clients; ``events`` ingest commits 2 s apart; returns the worst delay (s)."""
+    from django.db import transaction
+
+    from core.live import publish
+    from ingest.events import ingest_committed, publish_committed
+    from ingest.models import IngestCursor
+
+    received: dict[str, list[float]] = {}
+    committed: dict[str, float] = {}
+    connected: list[int] = []
+    loop = asyncio.new_event_loop()
+    ready = asyncio.Event()
+    url, origin = f"ws://127.0.0.1:{port}/ws/live/", f"http://127.0.0.1:{port}"
+
+    async def clients() -> None:
+        await asyncio.gather(*(_listen(url, cookie, origin, received, ready, connected)
+                               for _ in range(sockets)), return_exceptions=True)  # fmt: skip
+
+    thread = threading.Thread(target=lambda: loop.run_until_complete(clients()), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while len(connected) < sockets and time.monotonic() < deadline:
+        time.sleep(0.1)
+    say(f"websocket clients connected: {len(connected)} of {sockets}")
+    for k in range(1, events + 1):
+        covered = end + timedelta(seconds=30 * k)
+        event = ingest_committed(["gpu", "ib"], covered.isoformat(), 65536)
+        with transaction.atomic():
+            IngestCursor.objects.filter(family__in=["gpu", "ib"]).update(covered_until=covered)
+
+            def after_commit(event: dict = event) -> None:
+                committed[event["covered_until"]] = time.time()
+                publish_committed(event)  # type: ignore[arg-type]
+
+            transaction.on_commit(after_commit)
+        time.sleep(2.0)
+    loop.call_soon_threadsafe(ready.set)
+    publish(ingest_committed([], "stop", 0))  # every client returns; the loop ends
+    thread.join(30)
+    worst, complete = 0.0, 0
+    for covered_until, at in committed.items():
+        arrivals = received.get(covered_until, [])
+        delays = [a - at for a in arrivals]
+        complete += len(arrivals) == sockets
+        worst = max([worst, *delays]) if delays else float("inf")
+        say(f"  event {covered_until[11:19]}: {len(arrivals)}/{sockets} clients, "
+            f"p50 {1000 * statistics.median(delays or [0]):.0f} ms, max {1000 * max(delays or [0]):.0f} ms")  # fmt: skip
+    say(f"events received by every client: {complete}/{events}; worst delay commit -> client: "
+        f"{worst:.2f} s (goal <= 2 s) {'OK' if worst <= 2 and complete == events else 'ABOVE GOAL'}")  # fmt: skip
+    return worst
+
+
+def main() -> None:
+    """Set up, load, write the bench_load section of bench/RESULTS.md."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=512)
+    parser.add_argument("--users", type=int, default=50)
+    parser.add_argument("--seconds", type=int, default=30)
+    parser.add_argument(
+        "--think", type=float, default=1.0, help="seconds between a user's requests"
+    )
+    parser.add_argument("--sockets", type=int, default=200)
+    parser.add_argument("--events", type=int, default=5)
+    args = parser.parse_args()
+    total = time.perf_counter()
+    recreate_database(BENCH_DB)
+    with tempfile.TemporaryDirectory() as workdir:
+        os.environ["STATIC_ROOT"] = str(Path(workdir) / "static")
+        import django
+
+        django.setup()
+        from django.core.management import call_command
+        from django.db import connections
+
+        from tests.support.processes import run_asgi_server
+
+        try:
+            call_command("migrate", verbosity=0)
+            call_command("collectstatic", interactive=False, verbosity=0)
+            end = datetime.fromtimestamp(int(time.time() // 30) * 30, UTC)
+            began = time.perf_counter()
+            write_data(args.nodes, end)
+            say(f"set-up: {args.nodes} nodes, 24 h of GPU + IB samples and rollups in "
+                f"{time.perf_counter() - began:.0f} s")  # fmt: skip
+            cookie = session_cookie()
+            with run_asgi_server(child_env(), Path(workdir)) as server:
+                say(f"\nHTTP: {args.users} users, {args.seconds} s, {args.think} s think time, "
+                    f"one daphne process (pid {server.process.pid})")  # fmt: skip
+                p95, errors = http_load(server.port, cookie, args)
+                say(f"goal p95 <= 500 ms, 0 errors -> p95 {1000 * p95:.0f} ms, {errors} errors "
+                    f"{'OK' if p95 <= 0.5 and not errors else 'ABOVE GOAL'}")  # fmt: skip
+                say(f"\nwebsockets: {args.sockets} clients, {args.events} ingest commits 2 s apart")
+                websocket_fanout(server.port, cookie, args.sockets, args.events, end)
+                rss = peak_rss_mb(server.process.pid)
+                say(
+                    f"\ndaphne peak RSS: {rss:.0f} MB (goal <= 300 MB) {'OK' if rss <= 300 else 'ABOVE GOAL'}"
+                )
+        finally:
+            connections.close_all()
+            recreate_database(BENCH_DB, drop_only=True)
+    say(f"bench wall time: {time.perf_counter() - total:.0f} s")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    write_section("bench_load", f"## bench_load.py --nodes {args.nodes} ({stamp})\n\n"
+                  "```\n" + "\n".join(LINES) + "\n```")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
