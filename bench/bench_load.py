@@ -220,16 +220,25 @@ def websocket_fanout(port: int, cookie: str, sockets: int, events: int, end: dat
     ready = asyncio.Event()
     url, origin = f"ws://127.0.0.1:{port}/ws/live/", f"http://127.0.0.1:{port}"
 
+    failures: list[BaseException] = []
+
+    async def one(delay: float) -> None:
+        await asyncio.sleep(delay)  # browsers arrive over a few seconds, not in one burst
+        try:
+            await _listen(url, cookie, origin, received, ready, connected)
+        except Exception as exc:  # noqa: BLE001 - counted and reported
+            failures.append(exc)
+
     async def clients() -> None:
-        await asyncio.gather(*(_listen(url, cookie, origin, received, ready, connected)
-                               for _ in range(sockets)), return_exceptions=True)  # fmt: skip
+        await asyncio.gather(*(one(index * 0.02) for index in range(sockets)))
 
     thread = threading.Thread(target=lambda: loop.run_until_complete(clients()), daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
     while len(connected) < sockets and time.monotonic() < deadline:
         time.sleep(0.1)
-    say(f"websocket clients connected: {len(connected)} of {sockets}")
+    say(f"websocket clients connected: {len(connected)} of {sockets}"
+        + (f" (first failure: {failures[0]!r})" if failures else ""))  # fmt: skip
     for k in range(1, events + 1):
         covered = end + timedelta(seconds=30 * k)
         event = ingest_committed(["gpu", "ib"], covered.isoformat(), 65536)
@@ -297,12 +306,17 @@ def main() -> None:
                 p95, errors = http_load(server.port, cookie, args)
                 say(f"goal p95 <= 500 ms, 0 errors -> p95 {1000 * p95:.0f} ms, {errors} errors "
                     f"{'OK' if p95 <= 0.5 and not errors else 'ABOVE GOAL'}")  # fmt: skip
-                say(f"\nwebsockets: {args.sockets} clients, {args.events} ingest commits 2 s apart")
+                rss = peak_rss_mb(server.process.pid)
+                say(f"daphne peak RSS under HTTP load: {rss:.0f} MB (goal <= 300 MB) "
+                    f"{'OK' if rss <= 300 else 'ABOVE GOAL'}")  # fmt: skip
+            # A fresh daphne: the fan-out figure must not wait behind a backlog of slow pages.
+            with run_asgi_server(child_env(), Path(workdir)) as server:
+                say(f"\nwebsockets: {args.sockets} clients, {args.events} ingest commits 2 s apart, "
+                    "fresh daphne process")  # fmt: skip
                 websocket_fanout(server.port, cookie, args.sockets, args.events, end)
                 rss = peak_rss_mb(server.process.pid)
-                say(
-                    f"\ndaphne peak RSS: {rss:.0f} MB (goal <= 300 MB) {'OK' if rss <= 300 else 'ABOVE GOAL'}"
-                )
+                say(f"daphne peak RSS with {args.sockets} sockets: {rss:.0f} MB (goal <= 300 MB) "
+                    f"{'OK' if rss <= 300 else 'ABOVE GOAL'}")  # fmt: skip
         finally:
             connections.close_all()
             recreate_database(BENCH_DB, drop_only=True)

@@ -147,14 +147,38 @@ def timed_cycle_on_workers(
     from ingest.tasks import ingest_cycle
 
     with workers(count, shards, log_dir) as running:
-        began = time.perf_counter()
+        began, sent = time.perf_counter(), datetime.now(UTC)
         ingest_cycle.apply_async(kwargs={"until": until.isoformat()})
         while not all_covered(until):
             if time.perf_counter() - began > 600:
                 raise RuntimeError("the cycle did not finish within 10 minutes")
             time.sleep(0.02)
         wall = time.perf_counter() - began
+        timeline(sent, until)
         return wall, [peak_rss_mb(w.process.pid) for w in running]
+
+
+def timeline(sent: datetime, until: datetime) -> None:
+    """Per family: tasks run, busy seconds summed, first start and last finish after sending."""
+    from django.db.models import Count, Max, Min
+
+    from ingest.models import IngestCycle
+
+    rows = (
+        IngestCycle.objects.filter(window_end=until, started_at__gte=sent)
+        .values("family")
+        .annotate(n=Count("id"), first=Min("started_at"), last=Max("finished_at"))
+    )
+    time.sleep(0.5)  # the last shard records its cycle row just after its commit
+    for row in rows:
+        busy = sum(
+            ((c.finished_at or datetime.now(UTC)) - c.started_at).total_seconds()
+            for c in IngestCycle.objects.filter(
+                family=row["family"], window_end=until, started_at__gte=sent
+            )
+        )
+        say(f"    {row['family']:<12} {row['n']:2d} task(s), busy {busy:5.1f} s, "
+            f"from +{(row['first'] - sent).total_seconds():.1f} s to +{(row['last'] - sent).total_seconds():.1f} s")  # fmt: skip
 
 
 def raw_copy_seconds(after: datetime) -> float:
@@ -233,7 +257,7 @@ def measure(args: argparse.Namespace, end: float, log_dir: Path) -> None:
     )
     rows = window_rows(until_warm)
     results = {"in-process, unsharded (ingest_all)": (baseline, [])}
-    for count in (1, 2):
+    for count in args.workers:
         reset_to(until_warm)
         results[f"{count} worker process{'es' if count > 1 else ''}, {args.shards} shards"] = (
             timed_cycle_on_workers(count, args.shards, until, log_dir)
@@ -269,6 +293,12 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=4096)
     parser.add_argument("--shards", type=int, default=8)
     parser.add_argument("--minutes", type=int, default=4)
+    parser.add_argument(
+        "--workers",
+        type=lambda v: [int(n) for n in v.split(",")],
+        default=[1, 2, 4],
+        help="worker process counts to time (comma-separated)",
+    )
     parser.add_argument("--workdir", type=Path, default=None, help="keep the history TSDB here")
     args = parser.parse_args()
     total = time.perf_counter()

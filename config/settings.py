@@ -6,6 +6,8 @@ import importlib.util
 import json
 from pathlib import Path
 
+from kombu import Queue
+
 from . import env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -243,10 +245,12 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Task modules autodiscovery (``<app>.tasks``) does not find.
 CELERY_IMPORTS = ["alerts.notify.tasks"]
-# One queue per stage, so a slow webhook never delays ingest; a worker consumes all of them
-# (``-Q celery,ingest,alerts,notify``) or a deployment runs one worker pool per queue.
+# One queue per stage, so a slow webhook never delays ingest; a plain worker consumes all of
+# them, or a deployment runs one worker pool per queue (``-Q ingest``, ``-Q notify``, ...).
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 WORKER_QUEUES = ("celery", "ingest", "alerts", "notify")
+# Declared queues: a worker started without -Q consumes every one of them.
+CELERY_TASK_QUEUES = [Queue(name, routing_key=name) for name in WORKER_QUEUES]
 CELERY_TASK_ROUTES = {
     "ingest.tasks.*": {"queue": "ingest"},
     "alerts.notify.tasks.*": {"queue": "notify"},  # before "alerts.*": globs match in order

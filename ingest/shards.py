@@ -89,14 +89,17 @@ class ScopedClient(PrometheusClient):
         self.base, self.matcher = base, matcher
 
     def known_metrics(self) -> set[str]:
+        """The base client's (cached) metric names: the names ``scope`` scopes."""
         return self.base.known_metrics()
 
     def query(self, promql: str, at: datetime | None = None) -> Answer:
+        """Instant query over this shard's nodes."""
         return super().query(scope(promql, self.matcher, self.known_metrics()), at)
 
     def query_range(
         self, promql: str, start: datetime, end: datetime, step_seconds: float
     ) -> Answer:
+        """Range query over this shard's nodes."""
         scoped = scope(promql, self.matcher, self.known_metrics())
         return super().query_range(scoped, start, end, step_seconds)
 
@@ -134,7 +137,10 @@ def discover_nodes(
             continue
         used.add(label)
         values[name] = series.labels[label]
-    return (used.pop(), values) if len(used) == 1 else (None if used else ("instance", {}))
+    if len(used) > 1:
+        return None
+    # No node at all in the window: every shard is empty and only advances its cursor.
+    return (used.pop(), values) if used else ("instance", {})
 
 
 def plan_orders(
@@ -218,6 +224,9 @@ def shard_lock(order: ShardOrder) -> Iterator[bool]:
 def _shard_cursor(order: ShardOrder, until: datetime) -> ShardCursor:
     """The shard's cursor; a new one starts where the family cursor (or the initial lookback) is."""
     start, _end = services.plan_window(order["family"], None, until)
+    # The family cursor exists from the start of the first window, so the rollups of
+    # everything the shards store are refreshed as the minimum moves past it.
+    IngestCursor.objects.get_or_create(family=order["family"], defaults={"covered_until": start})
     cursor, _ = ShardCursor.objects.get_or_create(
         family=order["family"], shards=order["shards"], shard=order["shard"],
         defaults={"covered_until": start},
@@ -227,11 +236,8 @@ def _shard_cursor(order: ShardOrder, until: datetime) -> ShardCursor:
 
 def _advance_family(family: str, shards: int) -> tuple[datetime, datetime] | None:
     """Family cursor := min of the shard cursors (row-locked); returns (old, new) when it moved."""
-    cursors = list(ShardCursor.objects.filter(family=family, shards=shards))
-    if len(cursors) < shards:
-        return None
-    low = min(c.covered_until for c in cursors)
-    IngestCursor.objects.get_or_create(family=family, defaults={"covered_until": low})
+    if ShardCursor.objects.filter(family=family, shards=shards).count() < shards:
+        return None  # a shard has not started yet: its window is not covered
     family_cursor = IngestCursor.objects.select_for_update().get(family=family)
     # Re-read after the lock: another shard may have committed while we waited.
     low = min(

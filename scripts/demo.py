@@ -196,6 +196,8 @@ def main() -> None:
     env.setdefault("EXTERNAL_URL", f"http://127.0.0.1:{options.port}")
     env["PROMETHEUS_URL"] = env.get("DEMO_PROMETHEUS_URL", f"http://127.0.0.1:{prom_port}")
     env["PYTHONUNBUFFERED"] = "1"
+    # A fresh database ingests the whole simulated day on its first cycle.
+    env.setdefault("INGEST_INITIAL_LOOKBACK_SECONDS", str(options.hours * 3600))
     # The simulator's Kueue LocalQueues and the ClusterQueues they feed.
     env.setdefault(
         "INGEST_LOCAL_QUEUE_MAP",
