@@ -26,6 +26,7 @@ def beat_schedule() -> dict[str, dict[str, Any]]:
             "alerts.tasks.evaluate_alerts", float(settings.ALERTS_EVALUATION_INTERVAL_SECONDS)
         ),
         "alerts-flush-notifications": _every(
-            "alerts.notify.tasks.flush_notifications", float(settings.ALERTS_NOTIFY_INTERVAL_SECONDS)
+            "alerts.notify.tasks.flush_notifications",
+            float(settings.ALERTS_NOTIFY_INTERVAL_SECONDS),
         ),
     }

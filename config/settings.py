@@ -48,7 +48,9 @@ READYZ_TIMEOUT_SECONDS = env.env_float("READYZ_TIMEOUT_SECONDS", 2.0, minimum=0.
 METRICS_ALLOWED_IPS = env.env_networks("METRICS_ALLOWED_IPS", ["127.0.0.1", "::1"])
 METRICS_TOKEN = env.env_str("METRICS_TOKEN", "")
 INGEST_INTERVAL_SECONDS = env.env_int("INGEST_INTERVAL_SECONDS", 30, minimum=5)
-INGEST_NODE_LABELS = env.env_list("INGEST_NODE_LABELS", ["node", "hostname", "Hostname", "kubernetes_node"])
+INGEST_NODE_LABELS = env.env_list(
+    "INGEST_NODE_LABELS", ["node", "hostname", "Hostname", "kubernetes_node"]
+)
 INGEST_STEP_SECONDS = env.env_int("INGEST_STEP_SECONDS", INGEST_INTERVAL_SECONDS, minimum=1)
 INGEST_SETTLE_SECONDS = env.env_int("INGEST_SETTLE_SECONDS", 30, minimum=0)
 INGEST_INITIAL_LOOKBACK_SECONDS = env.env_int("INGEST_INITIAL_LOOKBACK_SECONDS", 3600, minimum=0)
@@ -61,11 +63,15 @@ INGEST_ROLLUP_RETENTION_DAYS = env.env_int("INGEST_ROLLUP_RETENTION_DAYS", 180, 
 INGEST_MAX_LAG_SECONDS = env.env_int("INGEST_MAX_LAG_SECONDS", 300, minimum=1)
 INGEST_DCGM_DIALECT = env.env_str("INGEST_DCGM_DIALECT", "auto")
 if INGEST_DCGM_DIALECT not in {"auto", "current", "legacy"}:
-    env.ERRORS.append(f"INGEST_DCGM_DIALECT={INGEST_DCGM_DIALECT!r}: expected auto, current or legacy")
+    env.ERRORS.append(
+        f"INGEST_DCGM_DIALECT={INGEST_DCGM_DIALECT!r}: expected auto, current or legacy"
+    )
     INGEST_DCGM_DIALECT = "auto"
 INGEST_IB_DIALECT = env.env_str("INGEST_IB_DIALECT", "auto")
 if INGEST_IB_DIALECT not in {"auto", "node_exporter", "treydock"}:
-    env.ERRORS.append(f"INGEST_IB_DIALECT={INGEST_IB_DIALECT!r}: expected auto, node_exporter or treydock")
+    env.ERRORS.append(
+        f"INGEST_IB_DIALECT={INGEST_IB_DIALECT!r}: expected auto, node_exporter or treydock"
+    )
     INGEST_IB_DIALECT = "auto"
 INGEST_AFTER_COMMIT_HOOKS = env.env_list(
     "INGEST_AFTER_COMMIT_HOOKS", ["alerts.hooks.on_ingest_committed", "dashboard.api.cache.warm"]
@@ -74,7 +80,9 @@ try:
     INGEST_PROMQL_OVERRIDES = json.loads(env.env_str("INGEST_PROMQL_OVERRIDES", "{}") or "{}")
     assert isinstance(INGEST_PROMQL_OVERRIDES, dict)
 except (ValueError, AssertionError):
-    env.ERRORS.append("INGEST_PROMQL_OVERRIDES: expected a JSON object of family.dialect.name -> PromQL")
+    env.ERRORS.append(
+        "INGEST_PROMQL_OVERRIDES: expected a JSON object of family.dialect.name -> PromQL"
+    )
     INGEST_PROMQL_OVERRIDES = {}
 # Test-only: seconds to sleep after each committed chunk (lets a test kill a worker mid-cycle).
 INGEST_CHUNK_PAUSE_SECONDS = env.env_float("INGEST_CHUNK_PAUSE_SECONDS", 0.0, minimum=0.0)
@@ -91,7 +99,9 @@ INGEST_POOL_TAINTS = env.env_json_object(
 )
 INGEST_POOL_DEFAULT = env.env_str("INGEST_POOL_DEFAULT", "unknown")
 if INGEST_POOL_DEFAULT not in {"training", "inference", "unknown"}:
-    env.ERRORS.append(f"INGEST_POOL_DEFAULT={INGEST_POOL_DEFAULT!r}: expected training, inference or unknown")
+    env.ERRORS.append(
+        f"INGEST_POOL_DEFAULT={INGEST_POOL_DEFAULT!r}: expected training, inference or unknown"
+    )
     INGEST_POOL_DEFAULT = "unknown"
 # Kueue exports no LocalQueue -> ClusterQueue mapping: {"namespace/localqueue": "clusterqueue"}
 # or {"localqueue": "clusterqueue"}; otherwise a ClusterQueue of the same name is assumed.
@@ -235,9 +245,6 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-# LOGGING's handler writes to sys.stdout; Celery's stdout redirect would loop it back into logging
-# and drop every worker log line (task received / succeeded included).
-CELERY_WORKER_REDIRECT_STDOUTS = False
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
@@ -287,7 +294,9 @@ SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if SECURE_HTTPS el
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
-SILENCED_SYSTEM_CHECKS = [] if SECURE_HTTPS else ["security.W004", "security.W008", "security.W012", "security.W016"]
+SILENCED_SYSTEM_CHECKS = (
+    [] if SECURE_HTTPS else ["security.W004", "security.W008", "security.W012", "security.W016"]
+)
 
 LOG_LEVEL = env.env_str("LOG_LEVEL", "INFO").upper()
 if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
@@ -300,7 +309,11 @@ LOGGING = {
         "line": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
     },
     "handlers": {
-        "stdout": {"class": "logging.StreamHandler", "stream": "ext://sys.stdout", "formatter": "line"},
+        "stdout": {
+            "class": "logging.StreamHandler",
+            "stream": "ext://sys.stdout",
+            "formatter": "line",
+        },
     },
     "root": {"handlers": ["stdout"], "level": LOG_LEVEL},
     "loggers": {

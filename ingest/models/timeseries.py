@@ -1,0 +1,150 @@
+"""Per-GPU, per-port and per-node time series (partitioned tables, written with COPY)."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from .cluster import IbPort, Node
+
+
+class GpuValues(models.Model):
+    """The per-GPU value columns shared by raw samples and 5-minute rollups."""
+
+    util = models.FloatField(null=True, help_text="DCGM_FI_DEV_GPU_UTIL, percent 0..100")
+    tensor = models.FloatField(null=True, help_text="DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, ratio 0..1")
+    sm = models.FloatField(null=True, help_text="DCGM_FI_PROF_SM_ACTIVE, ratio 0..1")
+    dram = models.FloatField(null=True, help_text="DCGM_FI_PROF_DRAM_ACTIVE, ratio 0..1")
+    power = models.FloatField(null=True, help_text="W")
+    temp = models.FloatField(null=True, help_text="°C")
+    nvlink_bw = models.FloatField(null=True, help_text="bytes/s")
+    nvlink_crc_flit = models.FloatField(null=True, help_text="increase over the step")
+    nvlink_crc_data = models.FloatField(null=True, help_text="increase over the step")
+    nvlink_replay = models.FloatField(null=True, help_text="increase over the step")
+    nvlink_recovery = models.FloatField(null=True, help_text="increase over the step")
+
+    class Meta:
+        abstract = True
+
+
+class GpuSample(GpuValues):
+    """Per-GPU values at one step (partitioned by day; written with COPY)."""
+
+    pk = models.CompositePrimaryKey("node_id", "gpu", "ts")
+    ts = models.DateTimeField()
+    node = models.ForeignKey(Node, on_delete=models.DO_NOTHING, db_constraint=False)
+    gpu = models.SmallIntegerField()
+
+    class Meta:
+        managed = False
+        db_table = "ingest_gpusample"
+
+    def __str__(self) -> str:
+        return f"node {self.node_id} GPU {self.gpu} at {self.ts:%Y-%m-%d %H:%M:%S}"
+
+
+class GpuRollup(GpuValues):
+    """Per-GPU 5-minute rollup starting at ``ts``: means of gauges/rates, sums of increases."""
+
+    pk = models.CompositePrimaryKey("node_id", "gpu", "ts")
+    ts = models.DateTimeField(help_text="start of the 5-minute bucket")
+    node = models.ForeignKey(Node, on_delete=models.DO_NOTHING, db_constraint=False)
+    gpu = models.SmallIntegerField()
+
+    class Meta:
+        managed = False
+        db_table = "ingest_gpurollup"
+
+    def __str__(self) -> str:
+        return f"node {self.node_id} GPU {self.gpu} 5 min from {self.ts:%Y-%m-%d %H:%M}"
+
+
+class IbValues(models.Model):
+    """The per-port value columns shared by raw samples and 5-minute rollups."""
+
+    tx_bytes = models.FloatField(null=True, help_text="bytes/s")
+    rx_bytes = models.FloatField(null=True, help_text="bytes/s")
+    tx_packets = models.FloatField(null=True, help_text="packets/s")
+    rx_packets = models.FloatField(null=True, help_text="packets/s")
+    xmit_wait = models.FloatField(null=True, help_text="ticks/s")
+    symbol_errors = models.FloatField(null=True, help_text="increase over the step")
+    link_downed = models.FloatField(null=True, help_text="increase over the step")
+    link_error_recovery = models.FloatField(null=True, help_text="increase over the step")
+    rcv_errors = models.FloatField(null=True, help_text="increase over the step")
+    local_link_integrity = models.FloatField(null=True, help_text="increase over the step")
+    excessive_buffer_overrun = models.FloatField(null=True, help_text="increase over the step")
+    state = models.SmallIntegerField(null=True, help_text="4 = active")
+    phys_state = models.SmallIntegerField(null=True, help_text="5 = LinkUp")
+    rate = models.FloatField(null=True, help_text="link capacity, bytes/s")
+    saturated = models.SmallIntegerField(default=0, help_text="bitmask of pegged 32-bit counters")
+
+    class Meta:
+        abstract = True
+
+
+class IbSample(IbValues):
+    """Per-IB-port values at one step (partitioned by day; written with COPY)."""
+
+    pk = models.CompositePrimaryKey("port_id", "ts")
+    ts = models.DateTimeField()
+    port = models.ForeignKey(IbPort, on_delete=models.DO_NOTHING, db_constraint=False)
+    node = models.ForeignKey(Node, on_delete=models.DO_NOTHING, db_constraint=False)
+
+    class Meta:
+        managed = False
+        db_table = "ingest_ibsample"
+
+    def __str__(self) -> str:
+        return f"port {self.port_id} at {self.ts:%Y-%m-%d %H:%M:%S}"
+
+
+class IbRollup(IbValues):
+    """Per-port 5-minute rollup starting at ``ts`` (min of state, bitwise-or of saturated)."""
+
+    pk = models.CompositePrimaryKey("port_id", "ts")
+    ts = models.DateTimeField(help_text="start of the 5-minute bucket")
+    port = models.ForeignKey(IbPort, on_delete=models.DO_NOTHING, db_constraint=False)
+    node = models.ForeignKey(Node, on_delete=models.DO_NOTHING, db_constraint=False)
+
+    class Meta:
+        managed = False
+        db_table = "ingest_ibrollup"
+
+    def __str__(self) -> str:
+        return f"port {self.port_id} 5 min from {self.ts:%Y-%m-%d %H:%M}"
+
+
+class NodeRollup(models.Model):
+    """Per-node 5-minute rollup at ``ts``, derived from that bucket's GPU and port rollups.
+
+    Heatmaps and pool summaries over long windows read these (one row per node
+    and bucket) instead of grouping eight GPU or port rows each. GPU columns are
+    NULL/0 where the node had no GPU rollup in the bucket, IB columns likewise.
+    """
+
+    pk = models.CompositePrimaryKey("ts", "node_id")
+    ts = models.DateTimeField(help_text="start of the 5-minute bucket")
+    node = models.ForeignKey(Node, on_delete=models.DO_NOTHING, db_constraint=False)
+    gpus = models.SmallIntegerField(default=0, help_text="GPU rollup rows in the bucket")
+    util_gpus = models.SmallIntegerField(default=0, help_text="GPUs with a util value")
+    tensor_gpus = models.SmallIntegerField(default=0, help_text="GPUs with a tensor value")
+    drifted_gpus = models.SmallIntegerField(
+        default=0, help_text="GPUs busy by util, idle by tensor"
+    )
+    util = models.FloatField(null=True, help_text="mean GPU util, percent")
+    tensor = models.FloatField(null=True, help_text="mean tensor active, ratio")
+    drift = models.FloatField(null=True, help_text="mean of util/100 − tensor over GPUs")
+    nvlink_bw = models.FloatField(null=True, help_text="NVLink bytes/s summed over GPUs")
+    nvlink_errors = models.FloatField(null=True, help_text="NVLink error increases, all GPUs")
+    ports = models.SmallIntegerField(default=0, help_text="port rollup rows in the bucket")
+    active_ports = models.SmallIntegerField(default=0, help_text="ports active all bucket long")
+    ib_tx = models.FloatField(null=True, help_text="bytes/s summed over ports")
+    ib_rx = models.FloatField(null=True, help_text="bytes/s summed over ports")
+    ib_xmit_wait = models.FloatField(null=True, help_text="ticks/s summed over ports")
+    ib_errors = models.FloatField(null=True, help_text="IB error increases, all ports")
+
+    class Meta:
+        managed = False
+        db_table = "ingest_noderollup"
+
+    def __str__(self) -> str:
+        return f"node {self.node_id} 5 min from {self.ts:%Y-%m-%d %H:%M}"
