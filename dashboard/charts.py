@@ -8,8 +8,9 @@ into the characters on screen, as text.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 import plotly.graph_objects as go
@@ -49,54 +50,97 @@ def _finish(fig: go.Figure, height: int) -> Figure:
     return fig.to_plotly_json()
 
 
-def _mark_time(fig: go.Figure, at: datetime | None) -> None:
+# Plotly validates and deep-copies every point of every trace (~0.25 s for one node
+# figure of 24 traces × 360 points), so the figures below take their layout from
+# Plotly once per shape (cached) and add the traces as plain dicts, which is what
+# ``to_plotly_json`` would answer for them.
+@lru_cache(maxsize=16)
+def _layout(shape: str) -> Figure:
+    """The layout (axes, titles, theme) of one figure shape, built by Plotly once."""
+    fig = LAYOUTS[shape]()
+    return _finish(fig, HEIGHTS[shape])["layout"]
+
+
+def _figure(shape: str, traces: list[Figure], at: datetime | None = None) -> Figure:
+    """A figure of ``shape`` with ``traces`` and, when ``at`` is given, a dotted time marker per row."""
+    layout = dict(_layout(shape))  # shallow: the cached nested dicts are never mutated
     if at is not None:
-        fig.add_vline(x=at, line={"color": "#d29922", "dash": "dot", "width": 1})
+        rows = sorted({trace.get("yaxis", "y") for trace in traces}, key=lambda y: (len(y), y))
+        layout["shapes"] = [
+            {"line": {"color": "#d29922", "dash": "dot", "width": 1}, "type": "line", "x0": at,
+             "x1": at, "xref": f"x{y[1:]}", "y0": 0, "y1": 1, "yref": f"{y} domain"}
+            for y in rows
+        ]  # fmt: skip
+    return {"data": traces, "layout": layout}
+
+
+def _scatter(x: Sequence[Any], y: Sequence[Any], name: str, row: int = 1, **style: Any) -> Figure:
+    """One scatter trace on subplot ``row`` (axes x/y, x2/y2, ...)."""
+    suffix = "" if row == 1 else str(row)
+    return {"type": "scatter", "x": x, "y": y, "name": name, "xaxis": f"x{suffix}",
+            "yaxis": f"y{suffix}", **style}  # fmt: skip
+
+
+def _utilization_layout() -> go.Figure:
+    fig = go.Figure()
+    fig.update_yaxes(title_text="utilization (%)", range=[0, 100])
+    fig.update_xaxes(title_text="time (UTC)")
+    return fig
 
 
 def utilization(
     times: Sequence[datetime], series: dict[str, tuple[list[float | None], list[float | None]]]
 ) -> Figure:
     """Reported (GPU util) vs real (tensor active) utilization: cluster-wide, then per pool."""
-    fig = go.Figure()
+    traces = []
     for name, (util, tensor) in series.items():
         cluster = name == "cluster"
         colour = "#e6edf3" if cluster else POOL_COLOURS.get(name, "#8b98a5")
         width = 2.5 if cluster else 1.2
-        fig.add_scatter(x=times, y=util, name=f"{label(name)} util (reported)",
-                        line={"color": colour, "width": width})  # fmt: skip
-        fig.add_scatter(x=times, y=tensor, name=f"{label(name)} tensor active (real)",
-                        line={"color": colour, "width": width, "dash": "dot"})  # fmt: skip
-    fig.update_yaxes(title_text="utilization (%)", range=[0, 100])
+        traces.append(_scatter(times, util, f"{label(name)} util (reported)",
+                               line={"color": colour, "width": width}))  # fmt: skip
+        traces.append(_scatter(times, tensor, f"{label(name)} tensor active (real)",
+                               line={"color": colour, "width": width, "dash": "dot"}))  # fmt: skip
+    return _figure("utilization", traces)
+
+
+def _pools_layout() -> go.Figure:
+    fig = go.Figure()
+    fig.update_yaxes(title_text="nodes", rangemode="tozero")
     fig.update_xaxes(title_text="time (UTC)")
-    return _finish(fig, 320)
+    return fig
 
 
 def pools(times: Sequence[datetime], counts: dict[str, list[int]]) -> Figure:
     """Nodes per pool over time (step lines), so capacity flips show."""
-    fig = go.Figure()
-    for pool, values in counts.items():
-        fig.add_scatter(
-            x=times,
-            y=values,
-            name=label(pool),
-            line={"shape": "hv", "color": POOL_COLOURS.get(pool)},
-        )
-    fig.update_yaxes(title_text="nodes", rangemode="tozero")
-    fig.update_xaxes(title_text="time (UTC)")
-    return _finish(fig, 260)
+    traces = [
+        _scatter(times, values, label(pool), line={"shape": "hv", "color": POOL_COLOURS.get(pool)})
+        for pool, values in counts.items()
+    ]
+    return _figure("pools", traces)
 
 
 def _per_device(
-    fig: go.Figure, series: dict[str, dict[str, list]], rows: Iterable[tuple[int, str]], prefix: str
-) -> None:
+    series: dict[str, dict[str, list]], rows: Iterable[tuple[int, str]], prefix: str
+) -> list[Figure]:
+    traces = []
     for index, (device, columns) in enumerate(sorted(series.items())):
         for row, key in rows:
-            fig.add_scatter(
-                x=columns["times"], y=columns[key], name=f"{prefix}{label(device)}", row=row, col=1,
+            traces.append(_scatter(
+                columns["times"], columns[key], f"{prefix}{label(device)}", row,
                 legendgroup=label(device), showlegend=row == 1, line={"width": 1.2},
                 marker={"color": f"hsl({index * 45 % 360},70%,60%)"},
-            )  # fmt: skip
+            ))  # fmt: skip
+    return traces
+
+
+def _node_gpus_layout() -> go.Figure:
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06)
+    fig.update_yaxes(title_text="util (%)", range=[0, 105], row=1, col=1)
+    fig.update_yaxes(title_text="tensor active (%)", range=[0, 105], row=2, col=1)
+    fig.update_yaxes(title_text="power (W)", rangemode="tozero", row=3, col=1)
+    fig.update_xaxes(title_text="time (UTC)", row=3, col=1)
+    return fig
 
 
 def node_gpus(
@@ -105,41 +149,57 @@ def node_gpus(
     at: datetime | None,
 ) -> Figure:
     """Per-GPU util vs tensor active vs power, XID events as markers: drift made visible."""
-    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06)
-    _per_device(fig, series, [(1, "util"), (2, "tensor"), (3, "power")], "GPU ")
+    traces = _per_device(series, [(1, "util"), (2, "tensor"), (3, "power")], "GPU ")
     if xids:
-        fig.add_scatter(
-            x=[x[0] for x in xids], y=[100] * len(xids), mode="markers", name="XID", row=1, col=1,
+        traces.append(_scatter(
+            [x[0] for x in xids], [100] * len(xids), "XID", mode="markers",
             marker={"symbol": "x", "size": 11, "color": "#f85149"},
             text=[label(f"GPU {gpu}: XID {code} {message}") for _, gpu, code, message in xids],
             hovertemplate="%{text}<extra></extra>",
-        )  # fmt: skip
-    fig.update_yaxes(title_text="util (%)", range=[0, 105], row=1, col=1)
-    fig.update_yaxes(title_text="tensor active (%)", range=[0, 105], row=2, col=1)
-    fig.update_yaxes(title_text="power (W)", rangemode="tozero", row=3, col=1)
-    fig.update_xaxes(title_text="time (UTC)", row=3, col=1)
-    _mark_time(fig, at)
-    return _finish(fig, 620)
+        ))  # fmt: skip
+    return _figure("node_gpus", traces, at)
 
 
-def node_ports(series: dict[str, dict[str, list]], at: datetime | None) -> Figure:
-    """Per-port IB throughput (tx+rx), xmit_wait and error increases."""
+def _node_ports_layout() -> go.Figure:
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06)
-    _per_device(fig, series, [(1, "throughput"), (2, "xmit_wait"), (3, "errors")], "")
     fig.update_yaxes(title_text="tx+rx", row=1, col=1, **BYTES_PER_SECOND)
     fig.update_yaxes(title_text="xmit_wait (ticks/s)", rangemode="tozero", row=2, col=1)
     fig.update_yaxes(title_text="errors (per step)", rangemode="tozero", row=3, col=1)
     fig.update_xaxes(title_text="time (UTC)", row=3, col=1)
-    _mark_time(fig, at)
-    return _finish(fig, 560)
+    return fig
+
+
+def node_ports(series: dict[str, dict[str, list]], at: datetime | None) -> Figure:
+    """Per-port IB throughput (tx+rx), xmit_wait and error increases."""
+    traces = _per_device(series, [(1, "throughput"), (2, "xmit_wait"), (3, "errors")], "")
+    return _figure("node_ports", traces, at)
+
+
+def _node_nvlink_layout() -> go.Figure:
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08)
+    fig.update_yaxes(title_text="NVLink", row=1, col=1, **BYTES_PER_SECOND)
+    fig.update_yaxes(title_text="errors (per step)", rangemode="tozero", row=2, col=1)
+    fig.update_xaxes(title_text="time (UTC)", row=2, col=1)
+    return fig
 
 
 def node_nvlink(series: dict[str, dict[str, list]], at: datetime | None) -> Figure:
     """Per-GPU NVLink bandwidth and error increases."""
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08)
-    _per_device(fig, series, [(1, "nvlink_bw"), (2, "nvlink_errors")], "GPU ")
-    fig.update_yaxes(title_text="NVLink", row=1, col=1, **BYTES_PER_SECOND)
-    fig.update_yaxes(title_text="errors (per step)", rangemode="tozero", row=2, col=1)
-    fig.update_xaxes(title_text="time (UTC)", row=2, col=1)
-    _mark_time(fig, at)
-    return _finish(fig, 400)
+    traces = _per_device(series, [(1, "nvlink_bw"), (2, "nvlink_errors")], "GPU ")
+    return _figure("node_nvlink", traces, at)
+
+
+LAYOUTS: dict[str, Callable[[], go.Figure]] = {
+    "utilization": _utilization_layout,
+    "pools": _pools_layout,
+    "node_gpus": _node_gpus_layout,
+    "node_ports": _node_ports_layout,
+    "node_nvlink": _node_nvlink_layout,
+}
+HEIGHTS = {
+    "utilization": 320,
+    "pools": 260,
+    "node_gpus": 620,
+    "node_ports": 560,
+    "node_nvlink": 400,
+}

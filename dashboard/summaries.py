@@ -19,10 +19,10 @@ from .choices import MISSING_AFTER, NodeState
 ROLLUP_HOURS = 5 / 60
 
 
-def node_states() -> dict[str, Any]:
+def node_states(firing: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Nodes counted by state: missing (not seen lately), else their worst firing alert."""
     rows = list(Node.objects.values_list("name", "last_seen"))
-    marks = alerting.node_marks()
+    marks = alerting.node_marks(firing)
     counts = dict.fromkeys(NodeState.values, 0)
     reference = max((seen for _, seen in rows), default=None)
     for name, seen in rows:

@@ -8,6 +8,8 @@ from django.shortcuts import get_object_or_404, render
 from ingest.models import IbPort, Node, PoolChange
 
 from . import alerting, charts, summaries
+from .api import serialize
+from .api.cache import node_columns
 from .api.views import overview_body
 from .choices import IB_METRICS, HeatmapMetric, HeatmapSort, Window
 from .forms import AlertFilterForm, NodeForm
@@ -62,8 +64,8 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
                       status=400)  # fmt: skip
     span = form.time_range()
     at = form.cleaned_data.get("at")
-    gpus = summaries.node_gpus(node, span.start, span.end, span.step)
-    ports = summaries.node_ports(node, span.start, span.end, span.step)
+    # ISO times once: the figures repeat them per trace, and the encoder is slow on datetimes.
+    gpus, ports = map(serialize.series_block, node_columns(node, span))
     context = {
         "title": node.name,
         "node": node,

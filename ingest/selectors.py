@@ -1,7 +1,7 @@
 """The read API other apps use (dashboard, alerts): plain structures, no ORM objects.
 
 Raw samples or 5-minute rollups are chosen by ``use_rollup``: rollups when the
-window is longer than 12 h or the requested resolution is ≥ 300 s. Time
+window is longer than 12 h (node series: from 6 h) or the resolution is ≥ 300 s. Time
 bucketing happens in SQL (``date_bin`` from the window start); a bucket is
 labelled by its start. Node aggregation per heatmap metric is documented in
 ``ingest.heatmap_metrics``; long-window heatmaps read the per-node rollups.
@@ -26,6 +26,7 @@ from .store import GPU_VALUE_COLUMNS, IB_VALUE_COLUMNS
 
 ROLLUP_WINDOW = timedelta(hours=12)
 ROLLUP_STEP_SECONDS = 300
+NODE_ROLLUP_WINDOW = timedelta(hours=6)
 
 
 class HeatmapMatrix(NamedTuple):
@@ -231,16 +232,20 @@ def rail_matrix(metric: str, start: datetime, end: datetime) -> RailMatrix:
 
 
 def _node_series(node: str, family: str, start: datetime, end: datetime, step: int) -> NodeSeries:
-    rollup = use_rollup(start, end, step)
+    # 6 h at full width asks for 60 s steps: 5× the rollups' points, from ~2,300 raw rows.
+    rollup = end - start >= NODE_ROLLUP_WINDOW or use_rollup(start, end, step)
     step = max(step, ROLLUP_STEP_SECONDS) if rollup else step
     columns = GPU_VALUE_COLUMNS if family == "gpu" else IB_VALUE_COLUMNS
-    device = "s.gpu::text" if family == "gpu" else "p.device"
-    join = "JOIN ingest_ibport p ON p.id = s.port_id" if family == "ib" else ""
+    # By the leading key column (IB: port_id via the node's ports; s.node_id has no index
+    # and scanned the whole window) and constant ts bounds: index scans in pruned partitions.
+    ib, table = family == "ib", _table(family, rollup)
+    device, owner = ("p.device", "p.node_id") if ib else ("s.gpu::text", "s.node_id")
+    source = f"ingest_ibport p JOIN {table} s ON s.port_id = p.id" if ib else f"{table} s"
     aggregates = ", ".join(f"avg(s.{c})" for c in columns)
     rows = _fetch(
         f"SELECT {device}, date_bin(%(step)s, s.ts, %(start)s) AS bucket, {aggregates} "
-        f"FROM {_table(family, rollup)} s {join} JOIN ingest_node n ON n.id = s.node_id "
-        f"WHERE n.name = %(node)s AND s.ts >= %(start)s AND s.ts < %(end)s GROUP BY 1, 2",
+        f"FROM {source} WHERE {owner} = (SELECT id FROM ingest_node WHERE name = %(node)s) "
+        f"AND s.ts >= %(start)s AND s.ts < %(end)s GROUP BY 1, 2",
         {"step": timedelta(seconds=step), "start": start, "end": end, "node": node},
     )
     times = _bucket_times(start, end, step)
@@ -250,9 +255,8 @@ def _node_series(node: str, family: str, start: datetime, end: datetime, step: i
         per_column = series.setdefault(dev, {c: [None] * len(times) for c in columns})
         for name, value in zip(columns, values, strict=True):
             per_column[name][column[bucket]] = None if value is None else float(value)
-    return NodeSeries(
-        node, times, dict(sorted(series.items())), step, "rollup" if rollup else "raw"
-    )
+    kind = "rollup" if rollup else "raw"
+    return NodeSeries(node, times, dict(sorted(series.items())), step, kind)
 
 
 def node_gpu_series(node: str, start: datetime, end: datetime, step: int) -> NodeSeries:

@@ -101,11 +101,11 @@ def logged_in_client(client: Client, user: object) -> Client:
     return client
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def celery_worker(
     django_db_setup: None, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[CeleryWorker]:
-    """A real Celery worker on the test database and test Redis, for the whole session.
+    """A real Celery worker on the test database and test Redis, for one test module.
 
     Tests that use it need ``@pytest.mark.django_db(transaction=True)``: what they
     write must be committed for the worker to see it, and the worker's writes are

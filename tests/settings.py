@@ -19,6 +19,10 @@ TEST_ENVIRONMENT = {
     # Nothing listens on port 1: tests that need Prometheus start their own.
     "PROMETHEUS_URL": "http://127.0.0.1:1",
     "ALLOWED_HOSTS": "127.0.0.1,localhost,testserver",
+    # No after-commit hooks by default: an evaluation queued by one test's ingest would
+    # otherwise run on a test worker in the middle of another test. Tests that exercise
+    # the hooks call them directly or set the setting.
+    "INGEST_AFTER_COMMIT_HOOKS": "",
 }
 for _name, _value in TEST_ENVIRONMENT.items():
     os.environ.setdefault(_name, _value)

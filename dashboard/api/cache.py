@@ -7,9 +7,12 @@ screen) a Redis read instead of a million-row aggregate, with no explicit
 invalidation. Without a cursor (nothing ingested through a cycle) nothing is
 cached.
 
+The overview's 24 h utilization and a node's per-device columns (read by the
+node page and then by its JSON) are cached the same way, on their family's cursor.
+
 ``warm`` (an ingest after-commit hook, wired in config) builds the 24-hour
-heatmaps of the families just committed, so even the first viewer after a cycle
-reads Redis. Since the per-node rollups a build costs ~0.1-0.2 s at 512 nodes.
+heatmaps of the families just committed (and the overview's utilization after a
+GPU commit), so even the first viewer after a cycle reads Redis. Since the per-node rollups a build costs ~0.1-0.2 s at 512 nodes.
 """
 
 from __future__ import annotations
@@ -17,14 +20,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from django.core.cache import cache
 
-from ingest.models import IngestCursor
+from ingest.models import IngestCursor, Node
 
+from .. import summaries
 from ..choices import IB_METRICS, HeatmapMetric, HeatmapSort
+from ..forms import TimeRange
 
+T = TypeVar("T")
+Columns = dict[str, dict[str, list]]
 TTL_SECONDS = 600
 #: What ``warm`` builds: the long window a second screen keeps open, at a laptop's plot width
 #: (any width from 864 px gives the same 5-minute columns, hence the same key).
@@ -33,19 +40,53 @@ WARM_WIDTH = 1200
 log = logging.getLogger(__name__)
 
 
-def heatmap_key(metric: str, sort: str, start: datetime, end: datetime, step: int) -> str | None:
-    """The cache key of one heatmap at the current cursor of its family (None: do not cache)."""
-    family = "ib" if metric in IB_METRICS else "gpu"
+def cursor_key(family: str, *parts: object) -> str | None:
+    """``parts`` joined into a key at the current cursor of ``family`` (None: do not cache).
+
+    The next ingest commit of the family advances its cursor, so the key changes:
+    that is the invalidation.
+    """
     covered = (
         IngestCursor.objects.filter(family=family).values_list("covered_until", flat=True).first()
     )
     if covered is None:
         return None
-    return f"heatmap:{metric}:{sort}:{start.timestamp():.0f}:{end.timestamp():.0f}:{step}:{covered.timestamp():.0f}"
+    return ":".join([*map(str, parts), f"{covered.timestamp():.0f}"])
 
 
-def cached(key: str | None, build: Callable[[], str]) -> str:
-    """``build()`` once per key; errors reading or writing the cache fall back to building."""
+def node_columns(node: Node, span: TimeRange) -> tuple[Columns, Columns]:
+    """(GPU columns, port columns) of ``node`` over ``span``, each cached per cycle of its family.
+
+    The node page and its JSON (which the page's viewer loads next) read the same columns.
+    """
+    bounds = (f"{span.start.timestamp():.0f}", f"{span.end.timestamp():.0f}", span.step)
+    gpus = cached(
+        cursor_key("gpu", "node-gpus", node.name, *bounds),
+        lambda: summaries.node_gpus(node, span.start, span.end, span.step),
+    )
+    ports = cached(
+        cursor_key("ib", "node-ports", node.name, *bounds),
+        lambda: summaries.node_ports(node, span.start, span.end, span.step),
+    )
+    return gpus, ports
+
+
+def heatmap_key(metric: str, sort: str, start: datetime, end: datetime, step: int) -> str | None:
+    """The cache key of one heatmap at the current cursor of its family (None: do not cache)."""
+    family = "ib" if metric in IB_METRICS else "gpu"
+    return cursor_key(
+        family,
+        "heatmap-utf8",
+        metric,
+        sort,
+        f"{start.timestamp():.0f}",
+        f"{end.timestamp():.0f}",
+        step,
+    )
+
+
+def cached(key: str | None, build: Callable[[], T]) -> T:
+    """``build()`` once per key (any picklable value but None); cache errors fall back to building."""
     if key is None:
         return build()
     try:
@@ -68,7 +109,9 @@ def warm(event: Mapping[str, Any]) -> int:
     An ``INGEST_AFTER_COMMIT_HOOKS`` entry taking the ``IngestCommitted`` event;
     returns how many heatmaps were built.
     """
-    from .views import build_heatmap
+    from django.utils import timezone
+
+    from .views import build_heatmap, overview_window, utilization_block
 
     if event.get("type") != "ingest.committed":
         return 0
@@ -79,4 +122,6 @@ def warm(event: Mapping[str, Any]) -> int:
             query = {"metric": metric, "window": WARM_WINDOW, "sort": HeatmapSort.NAME,
                      "width": WARM_WIDTH}  # fmt: skip
             built += build_heatmap(query) is not None
+    if "gpu" in families:
+        utilization_block(*overview_window(timezone.now()))  # not counted: not a heatmap
     return built

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -17,21 +17,21 @@ from ingest.models import Node
 from .. import alerting, summaries
 from ..forms import HeatmapForm, NodeForm, RailsForm, first_error
 from . import serialize
-from .cache import cached, heatmap_key
+from .cache import cached, cursor_key, heatmap_key, node_columns
 from .registry import document
 
 
-def build_heatmap(query: Mapping[str, Any]) -> str | None:
-    """The serialized heatmap for ``query`` (the endpoint's parameters), cached; None if invalid."""
+def build_heatmap(query: Mapping[str, Any]) -> bytes | None:
+    """The heatmap for ``query`` (the endpoint's parameters) as UTF-8 JSON, cached; None if invalid."""
     form = HeatmapForm(query)
     if not form.is_valid():
         return None
     span = form.time_range()
     metric, sort = form.cleaned_data["metric"], form.cleaned_data["sort"]
 
-    def build() -> str:
+    def build() -> bytes:
         result = selectors.heatmap(metric, span.start, span.end, span.step, sort)
-        return serialize.dumps(serialize.heatmap(result, span.start, span.end))
+        return serialize.dumps(serialize.heatmap(result, span.start, span.end)).encode()
 
     return cached(heatmap_key(metric, sort, span.start, span.end, span.step), build)
 
@@ -56,20 +56,31 @@ def rails(request: HttpRequest) -> HttpResponse:
     return serialize.fast_json(serialize.rails(result, span.start, span.end))
 
 
+def overview_window(now: datetime) -> tuple[datetime, datetime]:
+    """The overview's 24 h window, ending at the next quarter hour (stable 15-minute columns)."""
+    end = now.replace(minute=now.minute - now.minute % 15, second=0, microsecond=0)
+    end += timedelta(minutes=15)
+    return end - timedelta(hours=24), end
+
+
+def utilization_block(start: datetime, end: datetime) -> dict[str, Any]:
+    """The overview's 24 h utilization (a 150 k-row rollup aggregate), cached per GPU ingest cycle."""
+    key = cursor_key("gpu", "overview-utilization", f"{start.timestamp():.0f}")
+    return cached(key, lambda: serialize.utilization(summaries.utilization(start, end, 900)))
+
+
 def overview_body() -> dict[str, Any]:
     """Everything the overview shows, as JSON-ready data."""
     now = timezone.now()
-    end = now.replace(minute=now.minute - now.minute % 15, second=0, microsecond=0) + timedelta(
-        minutes=15
-    )
-    start = end - timedelta(hours=24)
-    states = summaries.node_states()
+    start, end = overview_window(now)
+    firing = alerting.firing()
+    states = summaries.node_states(firing)
     times, counts = summaries.pool_timeline(start, end)
     return {
         "generated_at": serialize.iso(now),
         "nodes": {**states, "as_of": serialize.iso(states["as_of"])},
-        "alerts": serialize.alerts_block(),
-        "utilization": serialize.utilization(summaries.utilization(start, end, 900)),
+        "alerts": serialize.alerts_block(firing),
+        "utilization": utilization_block(start, end),
         "ingest": [serialize.plain(row) for row in summaries.family_health(now)],
         "queues": [serialize.plain(row) for row in summaries.queue_summary()],
         "pools": {"times": [serialize.iso(t) for t in times], "counts": counts},
@@ -90,6 +101,7 @@ def node(request: HttpRequest, name: str) -> JsonResponse:
     if not form.is_valid():
         return serialize.bad_request(*first_error(form))
     span = form.time_range()
+    gpus, ports = node_columns(node, span)
     return JsonResponse(
         {
             "node": {
@@ -102,12 +114,8 @@ def node(request: HttpRequest, name: str) -> JsonResponse:
             "start": serialize.iso(span.start),
             "end": serialize.iso(span.end),
             "step": span.step,
-            "gpus": serialize.series_block(
-                summaries.node_gpus(node, span.start, span.end, span.step)
-            ),
-            "ports": serialize.series_block(
-                summaries.node_ports(node, span.start, span.end, span.step)
-            ),
+            "gpus": serialize.series_block(gpus),
+            "ports": serialize.series_block(ports),
             "xids": [
                 {"ts": serialize.iso(ts), "gpu": gpu, "code": code, "message": message}
                 for ts, gpu, code, message in summaries.node_xids(node, span.start, span.end)

@@ -20,9 +20,9 @@ CHROMIUM_ARGS = [
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    """One Chromium for the session."""
+    """One Chromium per test module (its event loop must not outlive the module)."""
     if not Path(CHROMIUM).exists():
         pytest.skip("no /usr/bin/chromium")
     from playwright.sync_api import sync_playwright

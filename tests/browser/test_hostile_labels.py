@@ -32,16 +32,26 @@ STEP = 30.0
 HEATMAP_DRAWN = "() => window.cwFabric && window.cwFabric.drawnAt !== null"
 
 
+def _cluster_running_a_hostile_job(end: float) -> Cluster:
+    """The schedule follows wall-clock time: the first seed whose hostile slot runs a job then."""
+    for seed in range(1, 200):
+        spec = ClusterSpec(
+            nodes=8, seed=seed, epoch=datetime.fromtimestamp(end, UTC), hostile_label=HOSTILE
+        )
+        cluster = Cluster(spec)
+        if any(run.name.startswith(HOSTILE) for run in cluster.runs_at(end - 20 * 60)):
+            return cluster
+    raise LookupError("no seed runs a hostile job in the window")
+
+
 @pytest.fixture
 def hostile_prometheus(tmp_path: Path) -> Iterator[SimulatedPrometheus]:
     """8 nodes, the last one named ``HOSTILE``, one run's pods and job too; 30 min of history."""
     if not have_prometheus():
         pytest.skip("prometheus/promtool not installed")
     end = float(int(time.time() // STEP) * STEP)
-    spec = ClusterSpec(
-        nodes=8, seed=1, epoch=datetime.fromtimestamp(end, UTC), hostile_label=HOSTILE
-    )
-    with simulated_prometheus(Cluster(spec), tmp_path / "prometheus", timedelta(minutes=30), STEP,
+    with simulated_prometheus(_cluster_running_a_hostile_job(end), tmp_path / "prometheus",
+                              timedelta(minutes=30), STEP,
                               "2s", "key", end) as prom:  # fmt: skip
         yield prom
 

@@ -52,7 +52,7 @@ def test_a_worker_killed_mid_cycle_then_rerun_leaves_no_gap_and_no_duplicate(
 ) -> None:
     start, end = prom.end - 30 * 60, prom.end - STEP
     env = subprocess_env(
-        PROMETHEUS_URL=prom.prometheus.url, INGEST_CHUNK_STEPS="6", INGEST_CHUNK_PAUSE_SECONDS="2"
+        PROMETHEUS_URL=prom.prometheus.url, INGEST_CHUNK_STEPS="6", INGEST_CHUNK_PAUSE_SECONDS="10"
     )
     command = [sys.executable, "manage.py", "ingest", "--family", "gpu",
                "--since", at(start).isoformat(), "--until", at(end).isoformat()]  # fmt: skip

@@ -37,8 +37,8 @@ def integration_faults(cluster: Cluster, epoch: datetime) -> list[Fault]:
     big = cluster.find_run(start - 6600, start + 1800, min_nodes=8)
     small = next(
         r
-        for r in cluster.runs_at(start - 4500)
-        if r.name != big.name and r.end > start - 900 and r.admitted_at < start - 4500
+        for r in cluster.runs_at(start - 5700)
+        if r.name != big.name and r.end > start - 900 and r.admitted_at < start - 5700
     )
     node = list(big.nodes)
     inference = [n.name for n in cluster.nodes if n.home_pool == "inference"]
