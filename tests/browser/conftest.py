@@ -24,7 +24,10 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 def browser() -> Iterator[object]:
     """One Chromium per test module (its event loop must not outlive the module)."""
     if not Path(CHROMIUM).exists():
-        pytest.skip("no /usr/bin/chromium")
+        pytest.fail(
+            f"{CHROMIUM} is needed: run `make test` (it installs the Debian package chromium)",
+            pytrace=False,
+        )
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

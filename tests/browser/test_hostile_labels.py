@@ -22,7 +22,7 @@ from ingest.services import ingest_all
 from simulator import Cluster, ClusterSpec
 from tests.browser.conftest import log_in
 from tests.conftest import PASSWORD
-from tests.support.prometheus import SimulatedPrometheus, have_prometheus, simulated_prometheus
+from tests.support.prometheus import SimulatedPrometheus, require_prometheus, simulated_prometheus
 
 pytestmark = [pytest.mark.browser, pytest.mark.prometheus, pytest.mark.django_db(transaction=True)]
 
@@ -47,8 +47,7 @@ def _cluster_running_a_hostile_job(end: float) -> Cluster:
 @pytest.fixture
 def hostile_prometheus(tmp_path: Path) -> Iterator[SimulatedPrometheus]:
     """8 nodes, the last one named ``HOSTILE``, one run's pods and job too; 30 min of history."""
-    if not have_prometheus():
-        pytest.skip("prometheus/promtool not installed")
+    require_prometheus()
     end = float(int(time.time() // STEP) * STEP)
     with simulated_prometheus(_cluster_running_a_hostile_job(end), tmp_path / "prometheus",
                               timedelta(minutes=30), STEP,

@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.test import Client, override_settings
 
 from simulator import Cluster, ClusterSpec, ExporterOptions
-from tests.support.prometheus import SimulatedPrometheus, have_prometheus, simulated_prometheus
+from tests.support.prometheus import SimulatedPrometheus, require_prometheus, simulated_prometheus
 
 pytestmark = pytest.mark.prometheus
 
@@ -23,8 +23,7 @@ def no_profiling_prometheus(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[SimulatedPrometheus]:
     """Eight nodes, dcgm-exporter without the profiling module, ten minutes of history."""
-    if not have_prometheus():
-        pytest.skip("prometheus/promtool not installed")
+    require_prometheus()
     spec = ClusterSpec(nodes=8, seed=3, exporters=ExporterOptions(dcgm_profiling=False))
     workdir = Path(tmp_path_factory.mktemp("coverage-prometheus"))
     with simulated_prometheus(

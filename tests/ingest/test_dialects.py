@@ -12,12 +12,11 @@ from ingest.prometheus import PrometheusClient
 from ingest.services import ingest_all
 from simulator import Dialect
 from tests.ingest.simulated import STEP, variant
-from tests.support.prometheus import SimulatedPrometheus, have_prometheus
+from tests.support.prometheus import SimulatedPrometheus
 
 pytestmark = [
     pytest.mark.prometheus,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not have_prometheus(), reason="prometheus/promtool not installed"),
 ]
 VARIANTS = {
     "Hostname+node_exporter": {"dcgm_node_label": "Hostname", "dialects": (Dialect.DCGM, Dialect.NODE_IB, Dialect.TREYDOCK)},

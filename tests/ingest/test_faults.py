@@ -18,12 +18,11 @@ from ingest.services import ingest_family
 from simulator import Dialect
 from tests.ingest.simulated import STEP, variant
 from tests.support.processes import BASE_DIR, subprocess_env
-from tests.support.prometheus import SimulatedPrometheus, have_prometheus
+from tests.support.prometheus import SimulatedPrometheus
 
 pytestmark = [
     pytest.mark.prometheus,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not have_prometheus(), reason="prometheus/promtool not installed"),
 ]
 
 

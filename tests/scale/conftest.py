@@ -12,7 +12,7 @@ from django.test.utils import override_settings
 
 from simulator import Dialect, ExporterOptions
 from tests.ingest.simulated import small_cluster
-from tests.support.prometheus import SimulatedPrometheus, have_prometheus, simulated_prometheus
+from tests.support.prometheus import SimulatedPrometheus, require_prometheus, simulated_prometheus
 from tests.support.timeseries import truncate_timeseries
 
 STEP = 30
@@ -30,8 +30,7 @@ FAMILIES = ["gpu", "ib"]
 @pytest.fixture(scope="module")
 def sharded_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatedPrometheus]:
     """8 nodes (dcgm + node_exporter IB), 30 min of every family's history, an XID and a pegged counter."""
-    if not have_prometheus():
-        pytest.skip("prometheus / promtool not installed")
+    require_prometheus()
     end = float(int(time.time() // STEP) * STEP)
     options = ExporterOptions(dialects=frozenset({Dialect.DCGM, Dialect.NODE_IB}))
     cluster = small_cluster(options, end, nodes=NODES)

@@ -18,7 +18,7 @@ from simulator import (
     render_target,
     renderer_for,
 )
-from tests.support.prometheus import PROMTOOL, have_prometheus
+from tests.support.prometheus import PROMTOOL, require_prometheus
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 T = EPOCH.timestamp()
@@ -62,9 +62,9 @@ def test_each_dialect_parses_with_prometheus_client(dialect: str) -> None:
     assert parsed
 
 
-@pytest.mark.skipif(not have_prometheus(), reason="promtool not installed")
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_each_dialect_passes_promtool_check_metrics(dialect: str) -> None:
+    require_prometheus()
     result = subprocess.run(
         [PROMTOOL, "check", "metrics"],
         input=exposition(cluster(), dialect),

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from simulator import Cluster, ClusterSpec, Fault, FaultKind
-from tests.support.prometheus import SimulatedPrometheus, have_prometheus, simulated_prometheus
+from tests.support.prometheus import SimulatedPrometheus, require_prometheus, simulated_prometheus
 
 HISTORY = timedelta(hours=2)
 STEP = 30.0
@@ -81,8 +81,7 @@ def integration_cluster(epoch: datetime) -> Cluster:
 @pytest.fixture(scope="session")
 def scenario_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatedPrometheus]:
     """A real Prometheus with 2 h of simulator history and live scrapes (see module docstring)."""
-    if not have_prometheus():
-        pytest.skip("prometheus/promtool not installed")
+    require_prometheus()
     end = float(int(time.time() // STEP) * STEP)
     cluster = integration_cluster(datetime.fromtimestamp(end, UTC))
     workdir = Path(tmp_path_factory.mktemp("prometheus"))

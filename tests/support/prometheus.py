@@ -22,6 +22,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from simulator import (
     Cluster,
     SimulatorServer,
@@ -39,6 +41,16 @@ PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 def have_prometheus() -> bool:
     """True when both binaries are installed."""
     return Path(PROMETHEUS).exists() and Path(PROMTOOL).exists()
+
+
+def require_prometheus() -> None:
+    """Fail, never skip, when the binaries are missing: ``make test`` installs them."""
+    if not have_prometheus():
+        pytest.fail(
+            f"{PROMETHEUS} and {PROMTOOL} are needed: run `make test` (it installs the Debian "
+            "package `prometheus`)",
+            pytrace=False,
+        )
 
 
 def free_port() -> int:
