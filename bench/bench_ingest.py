@@ -51,12 +51,10 @@ os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{BENCH_DB}"
 
 
 def recreate_database(drop_only: bool = False) -> None:
-    import psycopg
+    """Drop (and unless ``drop_only`` recreate) this benchmark's database."""
+    from bench._support import recreate_database as recreate
 
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
-        if not drop_only:
-            conn.execute(f"CREATE DATABASE {BENCH_DB}")
+    recreate(BENCH_DB, drop_only)
 
 
 def stored_samples() -> tuple[int, int]:

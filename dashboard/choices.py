@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from django.db import models
 
-from ingest.heatmap_metrics import DRIFTED
+from ingest.heatmap_metrics import DRIFTED, HEATMAP_METRICS
 
 
 class HeatmapMetric(models.TextChoices):
@@ -25,7 +25,7 @@ class HeatmapMetric(models.TextChoices):
 
 
 #: Metrics read from the InfiniBand family (the rest come from dcgm-exporter).
-IB_METRICS = frozenset({"ib_tx", "ib_rx", "ib_xmit_wait", "ib_errors", "ib_state"})
+IB_METRICS = frozenset(m for m, spec in HEATMAP_METRICS.items() if spec.family == "ib")
 
 
 class HeatmapSort(models.TextChoices):
