@@ -38,7 +38,11 @@ def integration_faults(cluster: Cluster, epoch: datetime) -> list[Fault]:
     small = next(
         r
         for r in cluster.runs_at(start - 5700)
-        if r.name != big.name and r.end > start - 900 and r.admitted_at < start - 5700
+        if r.name != big.name
+        and r.end > start - 900
+        and r.admitted_at < start - 5700
+        # checkpoint_stale fires after 3 usual intervals: they must fit the 50-minute stall.
+        and 4 * r.period <= 2700
     )
     node = list(big.nodes)
     inference = [n.name for n in cluster.nodes if n.home_pool == "inference"]
