@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from django.db import transaction
 
@@ -49,7 +51,9 @@ def test_crash_is_a_restart_event_at_the_crash_step_on_every_pod(
     held = set(PodAssignment.objects.filter(pod__job=job).values_list("node__name", flat=True))
     assert held == set(run.nodes)
     assignment = PodAssignment.objects.filter(pod__job=job).first()
-    assert assignment.first_seen == to_datetime(max(run.admitted_at, prom.start))
+    # A pod is first seen at the first scrape step at or after its admission.
+    first_step = math.ceil(max(run.admitted_at, prom.start) / prom.step) * prom.step
+    assert assignment.first_seen == to_datetime(first_step)
 
 
 def test_reingesting_runs_in_other_cuts_adds_nothing(
