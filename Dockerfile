@@ -1,4 +1,4 @@
-# One image for every Python service of docker-compose.yml: web (daphne), worker and beat
+# One image for every Python service of docker-compose.yml: web (uvicorn, python -m config.serve), worker and beat
 # (Celery), the cluster simulator and the one-shot migrate job. Settings come from the
 # environment at run time; nothing secret is baked in.
 FROM python:3.11-slim
@@ -30,4 +30,4 @@ RUN SECRET_KEY=collectstatic-only-not-a-runtime-key python manage.py collectstat
 
 USER clusterwatch
 EXPOSE 8000
-CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "config.asgi:application"]
+CMD ["python", "-m", "config.serve", "--host", "0.0.0.0", "--port", "8000"]

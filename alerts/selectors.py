@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Max, Q, QuerySet
 from django.utils import timezone
 
 from .models import ACTIVE_STATES, Alert, AlertEvent, AlertState, Evaluation, Silence
@@ -138,3 +138,13 @@ def serialize_silence(silence: Silence) -> dict[str, Any]:
         "created_by": silence.created_by.get_username() if silence.created_by else None,
         "state": state,
     }
+
+
+def change_marker() -> str:
+    """A value that changes whenever an alert, a silence or an evaluation does (a cache key part)."""
+    alerts = Alert.objects.aggregate(changed=Max("updated_at"), n=Count("id"))
+    silences = Silence.objects.aggregate(
+        created=Max("created_at"), expired=Max("expired_at"), n=Count("id")
+    )
+    evaluated = Evaluation.objects.aggregate(last=Max("started_at"))["last"]
+    return "|".join(map(str, [*alerts.values(), *silences.values(), evaluated]))

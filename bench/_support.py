@@ -28,6 +28,15 @@ def peak_rss_mb(pid: int) -> float:
     return int(match.group(1)) / 1024 if match else float("nan")
 
 
+def web_processes(pid: int) -> list[int]:
+    """The processes serving requests under a ``config.serve`` PID: its workers, else itself."""
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    found = [int(c) for c in children.read_text().split()] if children.exists() else []
+    # uvicorn's workers are multiprocessing spawns; its resource tracker is a child too.
+    workers = [c for c in found if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+    return workers or [pid]
+
+
 def child_env(**overrides: str) -> dict[str, str]:
     """The environment of a worker / daphne started by a benchmark (same DB, Redis, settings)."""
     environment = dict(os.environ)

@@ -76,6 +76,11 @@ if INGEST_IB_DIALECT not in {"auto", "node_exporter", "treydock"}:
 INGEST_AFTER_COMMIT_HOOKS = env.env_list(
     "INGEST_AFTER_COMMIT_HOOKS", ["alerts.hooks.on_ingest_committed", "dashboard.api.cache.warm"]
 )
+# The overview is cached until the next ingest commit or alert change, and at most this long
+# (what only the clock changes: ingest lag, missing nodes). 0: built on every request.
+DASHBOARD_OVERVIEW_REFRESH_SECONDS = env.env_int(
+    "DASHBOARD_OVERVIEW_REFRESH_SECONDS", 15, minimum=0
+)
 try:
     INGEST_PROMQL_OVERRIDES = json.loads(env.env_str("INGEST_PROMQL_OVERRIDES", "{}") or "{}")
     assert isinstance(INGEST_PROMQL_OVERRIDES, dict)
@@ -220,6 +225,18 @@ DATABASES = {
         "OPTIONS": {"connect_timeout": 5},
     }
 }
+# Web processes (ASGI: no persistent connections) set DATABASE_POOL_SIZE so a request borrows a
+# pooled connection instead of paying a Postgres backend start. Celery's prefork workers keep it
+# off: a pool's threads do not survive fork.
+DATABASE_POOL_SIZE = env.env_int("DATABASE_POOL_SIZE", 0, minimum=0)
+if DATABASE_POOL_SIZE:
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["OPTIONS"]["pool"] = {
+        "min_size": 1,
+        "max_size": DATABASE_POOL_SIZE,
+        # A request waits this long for a free connection before it fails.
+        "timeout": 30,
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CACHES = {
@@ -230,7 +247,8 @@ CACHES = {
         "OPTIONS": {"socket_timeout": 2, "socket_connect_timeout": 2},
     }
 }
-SESSION_ENGINE = "django.contrib.sessions.backends.db"
+# Sessions live in Postgres, read through Redis: a page view costs no session query.
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 
 CHANNEL_LAYERS = {
     "default": {

@@ -73,6 +73,12 @@ def alerts(
     return [_row(a) for a in candidates if _matches(a, state, severity, search)][:limit]
 
 
+def change_marker() -> str:
+    """Changes whenever alerts, silences or evaluations do ("off" without alerting)."""
+    selectors = _selectors()
+    return "off" if selectors is None else selectors.change_marker()
+
+
 def firing() -> list[dict[str, Any]]:
     """Firing alerts, silenced ones included (marked), worst first."""
     selectors = _selectors()

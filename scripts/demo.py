@@ -254,14 +254,7 @@ def main() -> None:
         )
         supervisor.start(
             "web",
-            [
-                str(BIN / "daphne"),
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(options.port),
-                "config.asgi:application",
-            ],
+            [str(BIN / "python"), "-m", "config.serve", "--port", str(options.port)],
             env,
         )
         supervisor.start(

@@ -94,6 +94,22 @@ def _check_manage_py(argv: list[str]) -> None:
     parser.parse_args(args)  # raises CommandError on an unknown or bad argument
 
 
+def _check_web_server(argv: list[str]) -> None:
+    from config import serve
+
+    assert argv[:3] == ["python", "-m", "config.serve"], argv
+    options = serve.parser().parse_args(argv[3:])  # exits on an unknown option
+    assert (options.host, options.port) == ("0.0.0.0", 8000)
+    command = serve.argv(options.host, options.port, 2)
+    assert command[1:4] == ["-m", "uvicorn", "config.asgi:application"]
+    import_string("uvicorn.main")
+    import_string("config.asgi.application")
+
+
+def _check_python(argv: list[str]) -> None:
+    (_check_web_server if argv[1] == "-m" else _check_manage_py)(argv)
+
+
 def _check_celery(argv: list[str]) -> None:
     from celery.bin.base import CLIContext
     from celery.bin.celery import celery as celery_cli
@@ -106,21 +122,9 @@ def _check_celery(argv: list[str]) -> None:
     subcommand.make_context(argv[3], argv[4:], obj=context)  # raises on an unknown option
 
 
-def _check_daphne(argv: list[str]) -> None:
-    from daphne.cli import CommandLineInterface
-
-    assert argv[0] == "daphne", argv
-    arguments = CommandLineInterface().parser.parse_args(argv[1:])
-    module, _, attribute = arguments.application.partition(":")
-    assert module == "config.asgi" and attribute == "application"
-    assert arguments.port == 8000 and arguments.host == "0.0.0.0"
-    import_string(f"{module}.{attribute}")
-
-
 CHECKERS: dict[str, Callable[[list[str]], None]] = {
-    "python": _check_manage_py,
+    "python": _check_python,
     "celery": _check_celery,
-    "daphne": _check_daphne,
 }
 
 
@@ -134,7 +138,7 @@ def test_service_command_points_at_code_that_exists(compose: Compose, service: s
 def test_expected_commands_run_in_each_service(compose: Compose) -> None:
     services = compose["services"]
 
-    assert _command(services["web"])[-1] == "config.asgi:application"
+    assert _command(services["web"])[:3] == ["python", "-m", "config.serve"]
     assert _command(services["worker"])[:4] == ["celery", "-A", "config", "worker"]
     assert _command(services["beat"])[:4] == ["celery", "-A", "config", "beat"]
     assert _command(services["migrate"])[:4] == ["python", "manage.py", "migrate", "--noinput"]

@@ -271,7 +271,7 @@ def run_celery_worker(
 
 @dataclass
 class AsgiServer:
-    """A running daphne serving ``config.asgi:application``."""
+    """A running web server (``config.serve``: uvicorn) serving ``config.asgi:application``."""
 
     process: RunningProcess
     port: int
@@ -287,13 +287,21 @@ class AsgiServer:
 
 @contextlib.contextmanager
 def run_asgi_server(
-    env: Mapping[str, str], log_dir: Path | None = None, timeout: float = START_TIMEOUT_SECONDS
+    env: Mapping[str, str],
+    log_dir: Path | None = None,
+    timeout: float = START_TIMEOUT_SECONDS,
+    workers: int = 1,
 ) -> Iterator[AsgiServer]:
-    """daphne on a free port of 127.0.0.1; ready once /healthz answers 200."""
+    """The web server as deployed (``python -m config.serve``) on a free port of 127.0.0.1.
+
+    Ready once /healthz answers 200; ``workers`` processes (1: the server is this PID).
+    """
+    from config.serve import environment
+
     port = free_port()
-    argv = [PYTHON, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"]
+    argv = [PYTHON, "-m", "config.serve", "--port", str(port), "--workers", str(workers)]
     ready = _answers_200(f"http://127.0.0.1:{port}/healthz")
-    with run_process("daphne", argv, env, ready, log_dir, timeout) as process:
+    with run_process("web", argv, environment(dict(env)), ready, log_dir, timeout) as process:
         yield AsgiServer(process, port)
 
 
