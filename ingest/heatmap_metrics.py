@@ -4,7 +4,7 @@
 timestamps of a bucket. The per-node 5-minute rollups (``ingest_noderollup``)
 store ``inner`` over the per-GPU / per-port rollups of each 5-minute bucket in
 ``column``, so a long-window heatmap only applies ``outer``. The SQL builders at
-the end turn a metric into the heatmap query ``ingest.selectors.heatmap`` runs.
+the end turn a metric into the heatmap query ``ingest.selectors.heatmap_rows`` runs.
 """
 
 from __future__ import annotations
@@ -95,47 +95,53 @@ def node_rollup_columns(family: str) -> dict[str, str]:
     return {**NODE_COUNTS[family], **metrics}
 
 
-def display_rounded(expr: str) -> str:
-    """``expr`` rounded for display: whole numbers from 1000 up, else 3 decimals (float8).
+#: ``extra_float_digits`` while heatmap cells are printed: float8 text then has
+#: DBL_DIG (15) − 11 = 4 significant digits (``%g``), plenty for a colour scale and the
+#: hover box. Done by Postgres's own float output: no rounding expression per cell, and
+#: 1.235e+10 B/s is shorter than 12345678901.
+DISPLAY_FLOAT_DIGITS = -11
 
-    Done in SQL because a 1,000-node heatmap has 300 k cells: rounding them in
-    Postgres costs a few ms, in Python tens (and shorter numbers make smaller JSON).
-    """
-    value = f"({expr})::float8"
+
+def _cell(expr: str) -> str:
+    """One heatmap cell as JSON text: the number (see DISPLAY_FLOAT_DIGITS) or ``null``."""
+    return f"coalesce(({expr})::float8::text, 'null')"
+
+
+#: The column index of a row at ``ts``: whole steps since the window start.
+COLUMN_INDEX = "floor((date_part('epoch', ts) - %(start_epoch)s) / %(step)s)::int"
+
+
+def _columns(cells: str, by_ts: bool = False) -> str:
+    # One row per column: node ids and cells as comma-separated text, aggregated from the
+    # same rows in the same order, so they pair up by position (no per-cell values in Python).
+    # ``cells`` has (j, node_id, v) rows, or with ``by_ts`` (one bucket per column: grouping
+    # on the stored ts is cheaper than on a computed index) (ts, node_id, v) rows.
+    index, key = (COLUMN_INDEX, "ts") if by_ts else ("j", "j")
     return (
-        f"CASE WHEN abs({value}) >= 1000 THEN round({value}) ELSE round({value} * 1000) / 1000 END"
+        f"SELECT {index}, string_agg(node_id::text, ','), string_agg({_cell('v')}, ',') "
+        f"FROM ({cells}) cells GROUP BY {key}"
     )
 
 
 def raw_heatmap_sql(spec: HeatmapMetric) -> str:
-    """(name, leaf switch, bucket, value) rows of a heatmap from raw samples."""
-    return f"""
-        WITH per_ts AS (
-            SELECT node_id, date_bin(%(step)s, ts, %(start)s) AS bucket, {spec.inner} AS v
-            FROM ingest_{spec.family}sample WHERE ts >= %(start)s AND ts < %(end)s
-            GROUP BY node_id, bucket, ts)
-        SELECT n.name, n.leaf_switch, p.bucket, {display_rounded(f"{spec.outer}(p.v)")}
-        FROM per_ts p JOIN ingest_node n ON n.id = p.node_id GROUP BY n.name, n.leaf_switch, p.bucket
-        """
+    """(column index, node ids, cells) rows of a heatmap from raw samples (see ``_columns``)."""
+    per_ts = (
+        f"SELECT node_id, {COLUMN_INDEX} AS j, {spec.inner} AS v FROM ingest_{spec.family}sample "
+        f"WHERE ts >= %(start)s AND ts < %(end)s GROUP BY node_id, ts"
+    )
+    return _columns(f"SELECT j, node_id, {spec.outer}(v) AS v FROM ({per_ts}) p GROUP BY 1, 2")
 
 
 def node_rollup_heatmap_sql(spec: HeatmapMetric, aligned: bool) -> str:
-    """(column index, node ids[], values[]) rows of a heatmap from the per-node rollups."""
+    """(column index, node ids, cells) rows of a heatmap from the per-node rollups."""
     # A node rollup row already holds ``inner`` for its 5-minute bucket; only ``outer``
     # over the buckets of a wider column is left (none at all for aligned 5-minute columns).
-    # One row per column; both arrays aggregate the same rows in the same order, so they
-    # pair up by position.
-    index = "floor((date_part('epoch', ts) - %(start_epoch)s) / %(step)s)::int"
     where = (
         f"FROM ingest_noderollup WHERE ts >= %(start)s AND ts < %(end)s "
         f"AND {PRESENCE_COLUMN[spec.family]} > 0"
     )
     if aligned:
-        return (
-            f"SELECT {index} AS j, array_agg(node_id), array_agg({display_rounded(spec.column)}) "
-            f"{where} GROUP BY ts"
-        )
-    return (
-        f"SELECT j, array_agg(node_id), array_agg(v) FROM (SELECT node_id, {index} AS j, "
-        f"{display_rounded(f'{spec.outer}({spec.column})')} AS v {where} GROUP BY 1, 2) cells GROUP BY j"
+        return _columns(f"SELECT ts, node_id, {spec.column} AS v {where}", by_ts=True)
+    return _columns(
+        f"SELECT {COLUMN_INDEX} AS j, node_id, {spec.outer}({spec.column}) AS v {where} GROUP BY 1, 2"
     )

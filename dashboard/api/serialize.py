@@ -9,6 +9,8 @@ from typing import Any
 
 from django.http import HttpResponse, JsonResponse
 
+from ingest.selectors import HeatmapRows
+
 from .. import alerting
 from ..summaries import Utilization
 
@@ -66,19 +68,24 @@ def _matrix(values: list[list[float | None]]) -> list[list[float | None]]:
     ]
 
 
-def heatmap(result: Any, start: datetime, end: datetime) -> dict[str, Any]:
-    """The heatmap body: metric, unit, start, end, step, nodes, times, values (+ row marks)."""
-    body = {
-        "metric": result.metric,
-        "unit": result.unit,
-        "start": iso(start),
-        "end": iso(end),
-        "step": result.step,
-        "nodes": list(result.nodes),
-        "times": [iso(t) for t in result.times],
-        "values": result.values,  # rounded for display by the selector already
-    }
-    return body
+def heatmap_json(result: HeatmapRows, start: datetime, end: datetime) -> bytes:
+    """The heatmap body as UTF-8 JSON: metric, unit, start, end, step, nodes, times, values.
+
+    The values are Postgres's JSON rows (``selectors.heatmap_rows``) joined as they are:
+    147 k cells at 512 nodes × 24 h, never turned into floats and back into text.
+    """
+    head = dumps(
+        {
+            "metric": result.metric,
+            "unit": result.unit,
+            "start": iso(start),
+            "end": iso(end),
+            "step": result.step,
+            "nodes": list(result.nodes),
+            "times": [iso(t) for t in result.times],
+        }
+    )
+    return f'{head[:-1]},"values":[{",".join(result.rows)}]}}'.encode()
 
 
 def rails(result: Any, start: datetime, end: datetime) -> dict[str, Any]:

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from ingest import selectors
-from ingest.models import Node
+from ingest.models import IngestCursor, Node
 
 from .. import alerting, summaries
 from ..forms import HeatmapForm, NodeForm, RailsForm, first_error
@@ -30,8 +32,8 @@ def build_heatmap(query: Mapping[str, Any]) -> bytes | None:
     metric, sort = form.cleaned_data["metric"], form.cleaned_data["sort"]
 
     def build() -> bytes:
-        result = selectors.heatmap(metric, span.start, span.end, span.step, sort)
-        return serialize.dumps(serialize.heatmap(result, span.start, span.end)).encode()
+        result = selectors.heatmap_rows(metric, span.start, span.end, span.step, sort)
+        return serialize.heatmap_json(result, span.start, span.end)
 
     return cached(heatmap_key(metric, sort, span.start, span.end, span.step), build)
 
@@ -69,9 +71,30 @@ def utilization_block(start: datetime, end: datetime) -> dict[str, Any]:
     return cached(key, lambda: serialize.utilization(summaries.utilization(start, end, 900)))
 
 
+def overview_key(now: datetime) -> str | None:
+    """Changes with every ingest commit, alert or silence change, and every refresh period.
+
+    The time part (DASHBOARD_OVERVIEW_REFRESH_SECONDS) bounds how stale what depends on
+    the clock alone can get (ingest lag, a node turning "missing" when ingest stops).
+    None (no caching) when the period is 0.
+    """
+    period = settings.DASHBOARD_OVERVIEW_REFRESH_SECONDS
+    if not period:
+        return None
+    cursors = IngestCursor.objects.order_by("family").values_list("family", "covered_until")
+    tick = int(now.timestamp() // period)
+    state = "|".join([str(tick), *map(str, cursors), alerting.change_marker()])
+    return "overview:" + hashlib.sha256(state.encode()).hexdigest()
+
+
 def overview_body() -> dict[str, Any]:
-    """Everything the overview shows, as JSON-ready data."""
+    """Everything the overview shows, as JSON-ready data; built once per change (see ``overview_key``)."""
     now = timezone.now()
+    return cached(overview_key(now), lambda: build_overview(now))
+
+
+def build_overview(now: datetime) -> dict[str, Any]:
+    """The overview's data at ``now`` (a dozen queries; ``overview_body`` caches it)."""
     start, end = overview_window(now)
     firing = alerting.firing()
     states = summaries.node_states(firing)

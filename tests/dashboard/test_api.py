@@ -117,7 +117,8 @@ def test_heatmap_bad_parameters_answer_400_naming_the_parameter(
 def test_heatmap_queries_are_bounded(
     logged_in_client: Client, cluster: Cluster, django_assert_max_num_queries
 ) -> None:  # noqa: ANN001
-    with django_assert_max_num_queries(6):
+    # user, cursor, SET float digits, cells, RESET, node names, alerts: none per node or column
+    with django_assert_max_num_queries(7):
         assert heatmap(logged_in_client, metric="ib_tx", window="6h").status_code == 200
 
 
@@ -234,3 +235,33 @@ def test_cache_warm_hook_builds_the_committed_families_24h_heatmaps(
         body = logged_in_client.get("/api/v1/heatmap?metric=drift&window=24h&width=1200").json()
     assert cluster.drift_node in body["nodes"]
     assert warm({"type": "alerts.changed"}) == 0
+
+
+def test_overview_is_cached_until_an_ingest_commit_or_an_alert_change(
+    logged_in_client: Client, cluster: Cluster, settings, django_assert_max_num_queries
+) -> None:  # noqa: ANN001
+    from django.utils import timezone
+
+    from alerts.models import Alert, AlertState
+    from ingest.models import IngestCursor, Node
+
+    settings.DASHBOARD_OVERVIEW_REFRESH_SECONDS = 3600
+    cursor = IngestCursor.objects.create(family="gpu", covered_until=cluster.end)
+    assert logged_in_client.get("/api/v1/overview").json()["nodes"]["total"] == 4
+    Node.objects.filter(name=cluster.drift_node).delete()
+    # session, user, cursors, the alert / silence / evaluation marker: nothing rebuilt
+    with django_assert_max_num_queries(6):
+        assert logged_in_client.get("/api/v1/overview").json()["nodes"]["total"] == 4
+
+    cursor.covered_until += timedelta(seconds=30)
+    cursor.save()
+    assert logged_in_client.get("/api/v1/overview").json()["nodes"]["total"] == 3
+
+    now = timezone.now()
+    Alert.objects.create(
+        fingerprint="f" * 64, rule="gpu_xid", state=AlertState.FIRING, severity="critical",
+        labels={"node": cluster.nodes[0]}, node=cluster.nodes[0], pending_since=now,
+        started_at=now, last_match_at=now, summary="XID 79",
+    )  # fmt: skip
+    firing = logged_in_client.get("/api/v1/overview").json()["alerts"]["firing"]
+    assert [(a["name"], a["node"]) for a in firing] == [("gpu_xid", cluster.nodes[0])]

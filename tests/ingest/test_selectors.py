@@ -136,3 +136,29 @@ def test_old_partitions_are_dropped_and_recent_ones_kept(settings) -> None:
             "SELECT to_regclass('ingest_gpusample_p20260118')::text, to_regclass('ingest_gpusample_p20260117')"
         )
         assert cursor.fetchone() == ("ingest_gpusample_p20260118", None)
+
+
+def test_heatmap_cells_have_four_significant_digits_and_gaps_stay_null() -> None:
+    seed()
+    ids = upsert_nodes({"gpu-c": (T0, T0)})
+    sample = (None, None, None, None, 123456.789, 0.0, 0.0, 0.0, 0.0)
+    insert_rows(GPU_TABLE, [(T0 + timedelta(seconds=330), ids["gpu-c"], 0, 1 / 3, 0.6, *sample)])
+    rollups.refresh("gpu", T0, T0 + timedelta(minutes=10))
+    window = (T0, T0 + timedelta(minutes=10))
+    rows = selectors.heatmap_rows("gpu_util", *window, 300)
+    assert rows.nodes == ["gpu-a", "gpu-b", "gpu-c"]
+    assert rows.rows == ["[100,100]", "[100,100]", "[null,0.3333]"]  # gpu-c: 5 min only
+    assert selectors.heatmap_rows("nvlink_bw", *window, 300).rows[2] == "[null,1.235e+05]"
+    assert selectors.heatmap("gpu_util", *window, 300).values[2] == [None, 0.3333]
+    with connection.cursor() as cursor:  # the connection's next query prints floats in full
+        cursor.execute("SELECT (1 / 3::float8)::text")
+        assert cursor.fetchone() == ("0.3333333333333333",)
+
+
+def test_heatmap_rows_put_columns_with_another_heap_order_into_one_node_order() -> None:
+    columns = [(1, "7,3", "1.5,2"), (0, "3,7", "4,null"), (2, "3", "6"), (5, "3", "9")]
+    assert selectors._json_rows(columns, 3) == {"3": "[4,2,6]", "7": "[null,1.5,null]"}
+    assert selectors._json_rows([(0, "3,7", "1,2"), (1, "3,7", "3,4")], 2) == {
+        "3": "[1,3]",
+        "7": "[2,4]",
+    }
