@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -123,46 +124,51 @@ def queue_summary() -> list[dict[str, Any]]:
     return [dict(zip(keys, row, strict=True)) for row in queries.latest_queues()]
 
 
-def _sum(*values: float | None) -> float | None:
-    present = [v for v in values if v is not None]
-    return sum(present) if present else None
+def _sum(*columns: list[float | None]) -> list[float | None]:
+    """Step-wise sum of columns; None where every column is None."""
+    return [
+        None if all(v is None for v in values) else sum(v for v in values if v is not None)
+        for values in zip(*columns, strict=True)
+    ]
 
 
-def _device_columns(result: Any, derived: dict[str, Any]) -> dict[str, dict[str, list]]:
-    """NodeSeries → {device: {"times": [...], name: [...]}} with ``derived`` columns computed per step."""
+def _scaled(column: list[float | None], factor: float) -> list[float | None]:
+    return [None if v is None else v * factor for v in column]
+
+
+def _device_columns(
+    result: Any, derive: Callable[[dict[str, list]], dict[str, list]]
+) -> dict[str, dict[str, list]]:
+    """NodeSeries → {device: {"times": [...], name: [...]}}: ``derive`` maps stored to shown columns."""
     out: dict[str, dict[str, list]] = {}
     for device, columns in result.series.items():
-        rows = [
-            dict(zip(columns, values, strict=True))
-            for values in zip(*columns.values(), strict=True)
-        ]
-        out[device] = {"times": list(result.times)}
-        for name, compute in derived.items():
-            out[device][name] = [queries.compact(compute(row)) for row in rows]
+        out[device] = {"times": result.times}
+        for name, values in derive(columns).items():
+            out[device][name] = list(map(queries.compact, values))
     return out
 
 
 def node_gpus(node: Node, start: datetime, end: datetime, step: int) -> dict[str, dict[str, list]]:
     """Per-GPU columns: util %, tensor %, power W, NVLink bytes/s and error increases."""
     result = selectors.node_gpu_series(node.name, start, end, step)
-    return _device_columns(result, {
-        "util": lambda r: r["util"],
-        "tensor": lambda r: None if r["tensor"] is None else r["tensor"] * 100,
-        "power": lambda r: r["power"],
-        "nvlink_bw": lambda r: r["nvlink_bw"],
-        "nvlink_errors": lambda r: _sum(r["nvlink_crc_flit"], r["nvlink_crc_data"], r["nvlink_replay"],
-                                        r["nvlink_recovery"]),
+    return _device_columns(result, lambda c: {
+        "util": c["util"],
+        "tensor": _scaled(c["tensor"], 100),
+        "power": c["power"],
+        "nvlink_bw": c["nvlink_bw"],
+        "nvlink_errors": _sum(c["nvlink_crc_flit"], c["nvlink_crc_data"], c["nvlink_replay"],
+                              c["nvlink_recovery"]),
     })  # fmt: skip
 
 
 def node_ports(node: Node, start: datetime, end: datetime, step: int) -> dict[str, dict[str, list]]:
     """Per-port columns: tx+rx bytes/s, xmit_wait ticks/s, error increases."""
     result = selectors.node_ib_series(node.name, start, end, step)
-    return _device_columns(result, {
-        "throughput": lambda r: _sum(r["tx_bytes"], r["rx_bytes"]),
-        "xmit_wait": lambda r: r["xmit_wait"],
-        "errors": lambda r: _sum(r["symbol_errors"], r["link_downed"], r["link_error_recovery"], r["rcv_errors"],
-                                 r["local_link_integrity"], r["excessive_buffer_overrun"]),
+    return _device_columns(result, lambda c: {
+        "throughput": _sum(c["tx_bytes"], c["rx_bytes"]),
+        "xmit_wait": c["xmit_wait"],
+        "errors": _sum(c["symbol_errors"], c["link_downed"], c["link_error_recovery"], c["rcv_errors"],
+                       c["local_link_integrity"], c["excessive_buffer_overrun"]),
     })  # fmt: skip
 
 

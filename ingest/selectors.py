@@ -268,19 +268,22 @@ def _node_series(node: str, family: str, start: datetime, end: datetime, step: i
     device, owner = ("p.device", "p.node_id") if ib else ("s.gpu::text", "s.node_id")
     source = f"ingest_ibport p JOIN {table} s ON s.port_id = p.id" if ib else f"{table} s"
     aggregates = ", ".join(f"avg(s.{c})" for c in columns)
+    # The column index comes from Postgres as an int: no timestamp parsed per row.
+    index = "floor((date_part('epoch', s.ts) - %(start_epoch)s) / %(step)s)::int"
     rows = _fetch(
-        f"SELECT {device}, date_bin(%(step)s, s.ts, %(start)s) AS bucket, {aggregates} "
+        f"SELECT {device}, {index} AS j, {aggregates} "
         f"FROM {source} WHERE {owner} = (SELECT id FROM ingest_node WHERE name = %(node)s) "
         f"AND s.ts >= %(start)s AND s.ts < %(end)s GROUP BY 1, 2",
-        {"step": timedelta(seconds=step), "start": start, "end": end, "node": node},
+        {"start": start, "end": end, "node": node, "start_epoch": start.timestamp(), "step": step},
     )
     times = _bucket_times(start, end, step)
-    column = {t: j for j, t in enumerate(times)}
     series: dict[str, dict[str, list[float | None]]] = {}
-    for dev, bucket, *values in rows:
-        per_column = series.setdefault(dev, {c: [None] * len(times) for c in columns})
+    for dev, j, *values in rows:
+        per_column = series.get(dev)
+        if per_column is None:
+            per_column = series[dev] = {c: [None] * len(times) for c in columns}
         for name, value in zip(columns, values, strict=True):
-            per_column[name][column[bucket]] = None if value is None else float(value)
+            per_column[name][j] = None if value is None else float(value)
     kind = "rollup" if rollup else "raw"
     return NodeSeries(node, times, dict(sorted(series.items())), step, kind)
 

@@ -132,11 +132,17 @@ def alerts_block(firing: list[dict[str, Any]] | None = None) -> dict[str, Any]:
 
 
 def series_block(series: dict[str, dict[str, list]]) -> dict[str, dict[str, list]]:
-    """Per-device columns with ISO times."""
+    """Per-device columns with ISO times (converted once when devices share one times list)."""
+    converted: dict[int, list[str | None]] = {}
+
+    def times(values: list) -> list[str | None]:
+        if id(values) not in converted:
+            converted[id(values)] = [iso(t) for t in values]
+        return converted[id(values)]
+
     return {
         device: {
-            key: [iso(t) for t in values] if key == "times" else values
-            for key, values in columns.items()
+            key: times(values) if key == "times" else values for key, values in columns.items()
         }
         for device, columns in series.items()
     }
