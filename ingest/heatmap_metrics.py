@@ -5,11 +5,22 @@ timestamps of a bucket. The per-node 5-minute rollups (``ingest_noderollup``)
 store ``inner`` over the per-GPU / per-port rollups of each 5-minute bucket in
 ``column``, so a long-window heatmap only applies ``outer``. The SQL builders at
 the end turn a metric into the heatmap query ``ingest.selectors.heatmap_rows`` runs.
+
+Heatmaps of 5-minute columns read hourly tiles instead (``ingest_heatmaptile``, refreshed
+by ``ingest.rollups`` right after the node rollups): per metric, hour and node the twelve
+5-minute values of that hour, so 24 h is ~25 short rows per node rather than 288.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from django.db.backends.utils import CursorWrapper
 
 IB_ERROR_SUM = (
     "coalesce(symbol_errors,0) + coalesce(link_downed,0) + coalesce(link_error_recovery,0) + "
@@ -102,6 +113,20 @@ def node_rollup_columns(family: str) -> dict[str, str]:
 DISPLAY_FLOAT_DIGITS = -11
 
 
+@contextmanager
+def display_floats(cursor: CursorWrapper) -> Iterator[None]:
+    """Inside, float8 prints as heatmap cells do (see ``DISPLAY_FLOAT_DIGITS``)."""
+    cursor.execute(f"SET extra_float_digits = {DISPLAY_FLOAT_DIGITS}")
+    try:
+        yield
+    except Exception:
+        # In a transaction the failure aborted it, and its rollback undoes the SET.
+        if cursor.db.get_autocommit():
+            cursor.execute("RESET extra_float_digits")
+        raise
+    cursor.execute("RESET extra_float_digits")  # the connection's next user prints in full
+
+
 def _cell(expr: str) -> str:
     """One heatmap cell as JSON text: the number (see DISPLAY_FLOAT_DIGITS) or ``null``."""
     return f"coalesce(({expr})::float8::text, 'null')"
@@ -145,3 +170,150 @@ def node_rollup_heatmap_sql(spec: HeatmapMetric, aligned: bool) -> str:
     return _columns(
         f"SELECT {COLUMN_INDEX} AS j, node_id, {spec.outer}({spec.column}) AS v {where} GROUP BY 1, 2"
     )
+
+
+#: A tile's cells: the 5-minute buckets of one hour.
+TILE_SLOTS = 12
+ALL_SLOTS = (1 << TILE_SLOTS) - 1
+_EPOCH = "date_part('epoch', {})::bigint"
+
+
+def _tile_value(column: str) -> str:
+    # Stored as what a cell prints (the refresh runs inside ``display_floats``): the
+    # 4-significant-digit decimal read back as float8, which float8's shortest round-trip
+    # output prints as that decimal again (float4 would not: 805700000 is a tie between two
+    # float4s and prints as 805699970), and faster than the %g a full value needs.
+    return f"{column}::text::float8"
+
+
+def _positional(values: str) -> str:
+    # ``values``/``g.slots``: one hour's buckets of a node in slot order. Without holes
+    # between the first and last slot (the rule) padding places them; otherwise each slot
+    # looks itself up.
+    return (
+        f"CASE WHEN g.dense THEN array_fill(NULL::float8, ARRAY[g.first]) || {values} "
+        f"|| array_fill(NULL::float8, ARRAY[{TILE_SLOTS - 1} - g.last]) "
+        f"ELSE ARRAY(SELECT ({values})[array_position(g.slots, i)] "
+        f"FROM generate_series(0, {TILE_SLOTS - 1}) i ORDER BY i) END"
+    )
+
+
+def tile_refresh_sql(family: str) -> str:
+    """Upsert of the tiles of ``family``'s metrics from the node rollups in [%(low)s, %(high)s).
+
+    Only the slots of that range change in a tile (``low_epoch``/``high_epoch``: the bounds
+    as unix seconds, multiples of 300): the rest of the hour is already there, as each node
+    rollup refresh refreshes its tiles.
+    """
+    metrics = {name: m.column for name, m in HEATMAP_METRICS.items() if m.family == family}
+    arrays = ", ".join(
+        f"array_agg({_tile_value(c)} ORDER BY slot) AS {n}" for n, c in metrics.items()
+    )
+    rows = ", ".join(f"('{n}', {_positional(f'g.{n}')})" for n in metrics)
+    hour = _EPOCH.format("EXCLUDED.hour")
+    lo, hi = (
+        f"greatest(0, ((%(low_epoch)s - {hour}) / 300)::int)",
+        f"least(11, ((%(high_epoch)s - {hour}) / 300)::int - 1)",
+    )
+    return (
+        "INSERT INTO ingest_heatmaptile AS t (metric, hour, node_id, mask, cells) "
+        "SELECT m.metric, g.hour, g.node_id, g.mask, m.cells FROM ("
+        "SELECT hour, node_id, bit_or(1 << slot)::smallint AS mask, min(slot) AS first, "
+        "max(slot) AS last, count(*) = max(slot) - min(slot) + 1 AS dense, "
+        f"array_agg(slot ORDER BY slot) AS slots, {arrays} FROM ("
+        "SELECT date_bin('1 hour', ts, 'epoch') AS hour, node_id, "
+        f"mod({_EPOCH.format('ts')}, 3600)::int / 300 AS slot, {', '.join(metrics.values())} "
+        f"FROM ingest_noderollup WHERE ts >= %(low)s AND ts < %(high)s "
+        f"AND {PRESENCE_COLUMN[family]} > 0) r GROUP BY hour, node_id) g "
+        f"CROSS JOIN LATERAL (VALUES {rows}) m(metric, cells) "
+        "ON CONFLICT (metric, hour, node_id) DO UPDATE SET "
+        f"cells[{lo} + 1 : {hi} + 1] = EXCLUDED.cells[{lo} + 1 : {hi} + 1], "
+        f"mask = t.mask & ~(((1 << ({hi} - {lo} + 1)) - 1) << {lo}) | EXCLUDED.mask"
+    )
+
+
+def tile_params(metric: str, first: datetime, columns: int) -> dict[str, object]:
+    """The parameters of ``tile_heatmap_sql``: ``columns`` 5-minute columns from ``first``."""
+    start = int(first.timestamp())
+    end = start + 300 * (columns - 1)  # the last column
+    first_hour, last_hour = start - start % 3600, end - end % 3600
+    lo, hi = (start - first_hour) // 300, (end - last_hour) // 300  # their slots in the edge tiles
+    return {
+        "metric": metric,
+        "start_epoch": start,
+        "last": columns - 1,
+        "first_hour": datetime.fromtimestamp(first_hour, UTC),
+        "last_hour": datetime.fromtimestamp(last_hour, UTC),
+        "hours": [datetime.fromtimestamp(h, UTC) for h in range(first_hour, last_hour + 1, 3600)],
+        "first_lo": lo + 1,  # 1-based slice bounds
+        "last_hi": hi + 1,
+        "first_bits": ALL_SLOTS & ~((1 << lo) - 1),
+        "last_bits": (1 << (hi + 1)) - 1,
+    }
+
+
+def _window_cells(cells: str, hour: str) -> str:
+    # The window's part of the tile of ``hour`` as JSON array items: the whole tile but in
+    # the first and last hour of a window that does not start or end on the hour.
+    lo = f"CASE WHEN {hour} = %(first_hour)s THEN %(first_lo)s ELSE 1 END"
+    hi = f"CASE WHEN {hour} = %(last_hour)s THEN %(last_hi)s ELSE {TILE_SLOTS} END"
+    part = (
+        f"CASE WHEN {hour} > %(first_hour)s AND {hour} < %(last_hour)s THEN {cells} "
+        f"ELSE ({cells})[{lo} : {hi}] END"
+    )
+    return f"array_to_string({part}, ',', 'null')"
+
+
+#: Bits of a tile's ``mask`` inside the window.
+_WINDOW_BITS = (
+    "mask & CASE WHEN hour = %(first_hour)s THEN %(first_bits)s ELSE 4095 END "
+    "& CASE WHEN hour = %(last_hour)s THEN %(last_bits)s ELSE 4095 END"
+)
+_COLUMN = "(date_part('epoch', {})::bigint - %(start_epoch)s) / 300"  # window column of an hour
+#: A node whose tiles leave out whole hours inside its span: its tiles looked up hour by hour.
+_HOLED_ROW = (
+    "(SELECT '[' || string_agg("
+    + _window_cells("coalesce(x.cells, array_fill(NULL::float8, ARRAY[12]))", "h.hour")
+    + ", ',' ORDER BY h.hour) || ']' FROM unnest(%(hours)s::timestamptz[]) h(hour) "
+    "LEFT JOIN ingest_heatmaptile x "
+    "ON x.metric = %(metric)s AND x.hour = h.hour AND x.node_id = g.node_id)"
+)
+
+
+def tile_heatmap_sql(spec: HeatmapMetric, sort: str) -> str:
+    """(node name, JSON array text) per node with data in the window, in ``sort`` order.
+
+    From the tiles, with the parameters of ``tile_params``. Cells print as float8's
+    shortest round trip: the 4-significant-digit decimals the tiles hold.
+    """
+    nodes = (
+        "SELECT node_id, count(*) AS hours, min(hour) AS first, max(hour) AS last, "
+        f"string_agg({_window_cells('cells', 'hour')}, ',' ORDER BY hour) AS body "
+        "FROM ingest_heatmaptile WHERE metric = %(metric)s "
+        "AND hour >= %(first_hour)s AND hour <= %(last_hour)s "
+        f"GROUP BY node_id HAVING bit_or({_WINDOW_BITS}) <> 0"
+    )
+    lead = f"greatest(0, {_COLUMN.format('g.first')})"
+    trail = f"%(last)s - least(%(last)s, {_COLUMN.format('g.last')} + {TILE_SLOTS - 1})"
+    row = (
+        "CASE WHEN g.hours = date_part('epoch', g.last - g.first)::int / 3600 + 1 "
+        f"THEN '[' || repeat('null,', {lead}::int) || g.body || repeat(',null', {trail}::int) || ']' "
+        f"ELSE {_HOLED_ROW} END"
+    )
+    return (
+        f"SELECT name, cells_json FROM (SELECT n.name, n.leaf_switch, {row} AS cells_json "
+        f"FROM ({nodes}) g JOIN ingest_node n ON n.id = g.node_id) r ORDER BY {_tile_order(spec, sort)}"
+    )
+
+
+def _tile_order(spec: HeatmapMetric, sort: str) -> str:
+    # As ``ingest.selectors._sorted_nodes``: code-point order of names (COLLATE "C"); worst:
+    # the mean of the printed cells (summed in column order, like Python's ``sum``).
+    name = 'name COLLATE "C"'
+    if sort == "topology":
+        return f"coalesce(nullif(leaf_switch, ''), '~') COLLATE \"C\", {name}"
+    if sort == "worst":
+        sign = -1 if spec.worst == "high" else 1
+        mean = "(SELECT avg(e::float8) FROM json_array_elements_text(cells_json::json) e)"
+        return f"{sign} * {mean} NULLS LAST, {name}"
+    return name

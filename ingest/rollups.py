@@ -9,7 +9,9 @@ idempotent and a bucket completed over two cycles ends up right.
 Per-node rollups (``ingest_noderollup``) are then recomputed for the same
 buckets from the per-GPU / per-port rollups just written (8 rows per node and
 bucket, not the raw samples), in the caller's transaction: one row per node and
-bucket is what long-window heatmaps and pool summaries read.
+bucket is what long-window heatmaps and pool summaries read. The hourly heatmap tiles
+(``ingest_heatmaptile``: per metric, hour and node the twelve 5-minute values) follow in
+the same transaction, for the buckets refreshed, from the node rollups just written.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from datetime import datetime, timedelta
 
 from django.db import connection
 
-from .heatmap_metrics import node_rollup_columns
+from .heatmap_metrics import display_floats, node_rollup_columns, tile_refresh_sql
 from .partitions import ROLLUP_TABLES, ensure_partitions
 from .store import GPU_VALUE_COLUMNS, IB_VALUE_COLUMNS
 
@@ -81,6 +83,7 @@ def _node_refresh_sql(family: str) -> str:
 
 
 NODE_REFRESH = {"gpu": _node_refresh_sql("gpu"), "ib": _node_refresh_sql("ib")}
+TILE_REFRESH = {"gpu": tile_refresh_sql("gpu"), "ib": tile_refresh_sql("ib")}
 
 
 def bucket_start(moment: datetime) -> datetime:
@@ -100,6 +103,7 @@ def refresh(family: str, start: datetime, end: datetime) -> int:
         cursor.execute(sql, [low, high])
         written = cursor.rowcount
     refresh_nodes(family, low, high)
+    refresh_tiles(family, low, high)
     return written
 
 
@@ -108,4 +112,19 @@ def refresh_nodes(family: str, low: datetime, high: datetime) -> int:
     ensure_partitions(low, high, ROLLUP_TABLES)
     with connection.cursor() as cursor:
         cursor.execute(NODE_REFRESH[family], [low, high])
+        return cursor.rowcount
+
+
+def refresh_tiles(family: str, low: datetime, high: datetime) -> int:
+    """Recompute the heatmap tile cells of ``family``'s metrics for the node rollup buckets in
+    [low, high) (5-minute aligned) from the node rollups; returns the tiles written.
+
+    A tile keeps its other cells, so the node rollups of the rest of its hour must be tiled
+    already: every writer of node rollups calls this for the same buckets next (after
+    ``refresh_nodes``, which made the partitions).
+    """
+    params = {"low": low, "high": high}
+    params.update(low_epoch=int(low.timestamp()), high_epoch=int(high.timestamp()))
+    with connection.cursor() as cursor, display_floats(cursor):
+        cursor.execute(TILE_REFRESH[family], params)
         return cursor.rowcount

@@ -4,7 +4,8 @@ Raw samples or 5-minute rollups are chosen by ``use_rollup``: rollups when the
 window is longer than 12 h (node series: from 6 h) or the resolution is ≥ 300 s. Time
 bucketing happens in SQL (``date_bin`` from the window start); a bucket is
 labelled by its start. Node aggregation per heatmap metric is documented in
-``ingest.heatmap_metrics``; long-window heatmaps read the per-node rollups.
+``ingest.heatmap_metrics``; long-window heatmaps read the per-node rollups, or their hourly
+tiles for 5-minute columns.
 """
 
 from __future__ import annotations
@@ -18,10 +19,13 @@ from django.db import connection
 
 from .health import current_lags
 from .heatmap_metrics import (
-    DISPLAY_FLOAT_DIGITS,
     HEATMAP_METRICS,
+    HeatmapMetric,
+    display_floats,
     node_rollup_heatmap_sql,
     raw_heatmap_sql,
+    tile_heatmap_sql,
+    tile_params,
 )
 from .models import FamilyHealth, XidEvent
 from .store import GPU_VALUE_COLUMNS, IB_VALUE_COLUMNS
@@ -147,49 +151,72 @@ def _fetch(sql: str, params: dict | list) -> list[tuple]:
 
 def _fetch_cells(sql: str, params: dict) -> list[tuple]:
     """``_fetch`` with float8 printed for display (see ``DISPLAY_FLOAT_DIGITS``)."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"SET extra_float_digits = {DISPLAY_FLOAT_DIGITS}")
-        try:
-            cursor.execute(sql, params)
-            rows = cursor.fetchall()
-        except Exception:
-            # In a transaction the failure aborted it, and its rollback undoes the SET.
-            if connection.get_autocommit():
-                cursor.execute("RESET extra_float_digits")
-            raise
-        cursor.execute("RESET extra_float_digits")  # the connection's next user prints in full
-        return rows
+    with connection.cursor() as cursor, display_floats(cursor):
+        cursor.execute(sql, params)
+        return cursor.fetchall()
 
 
 def heatmap_rows(
-    metric: str, start: datetime, end: datetime, step: int, sort: str = "name"
+    metric: str,
+    start: datetime,
+    end: datetime,
+    step: int,
+    sort: str = "name",
+    tiles: bool = True,
 ) -> HeatmapRows:
     """Nodes × time buckets of ``metric`` (see HEATMAP_METRICS) as JSON rows; sort: name | topology | worst.
 
-    SQL buckets, aggregates and prints the cells (raw samples, or for rollup windows the
-    per-node rollups: one row per node and 5 minutes); only nodes with data in the window appear.
+    SQL buckets, aggregates and prints the cells: rollup windows of 5-minute columns on the
+    5-minute grid (the 24 h view) from the hourly heatmap tiles (``tiles=False``: from the
+    node rollups they are made of, same result), other rollup windows from the per-node
+    rollups (one row per node and 5 minutes), short windows from raw samples. Only nodes
+    with data in the window appear.
     """
     spec, rollup = HEATMAP_METRICS[metric], use_rollup(start, end, step)
     step = max(step, ROLLUP_STEP_SECONDS) if rollup else step
     times = _bucket_times(start, end, step)
     aligned = rollup and step == ROLLUP_STEP_SECONDS and int(start.timestamp()) % step == 0
-    sql = node_rollup_heatmap_sql(spec, aligned) if rollup else raw_heatmap_sql(spec)
+    if aligned and tiles and start.microsecond == 0:
+        nodes, rows = _tile_rows(metric, spec, times, sort)
+    else:
+        sql = node_rollup_heatmap_sql(spec, aligned) if rollup else raw_heatmap_sql(spec)
+        nodes, rows = _column_rows(sql, spec, start, end, step, len(times), sort)
+    source = "rollup" if rollup else "raw"
+    return HeatmapRows(metric, spec.unit, nodes, times, rows, step, source)
+
+
+def _tile_rows(
+    metric: str, spec: HeatmapMetric, times: list[datetime], sort: str
+) -> tuple[list[str], list[str]]:
+    # Postgres slices, joins and sorts the rows: one (name, JSON array text) per node.
+    found = _fetch(tile_heatmap_sql(spec, sort), tile_params(metric, times[0], len(times)))
+    return [name for name, _ in found], [row for _, row in found]
+
+
+def _column_rows(
+    sql: str, spec: HeatmapMetric, start: datetime, end: datetime, step: int, width: int, sort: str
+) -> tuple[list[str], list[str]]:
+    # (column index, node ids, cells) rows from ``sql``, transposed here into node rows.
     params = {"step": step, "start": start, "end": end, "start_epoch": start.timestamp()}
-    by_id = _json_rows(_fetch_cells(sql, params), len(times))
+    by_id = _json_rows(_fetch_cells(sql, params), width)
     names = _fetch(
         "SELECT id, name, leaf_switch FROM ingest_node WHERE id = ANY(%s)", [list(by_id)]
     )
     rows = {name: by_id[str(pk)] for pk, name, _ in names}
     nodes = _sorted_nodes(rows, {name: leaf for _, name, leaf in names}, sort, spec.worst)
-    source = "rollup" if rollup else "raw"
-    return HeatmapRows(metric, spec.unit, nodes, times, [rows[n] for n in nodes], step, source)
+    return nodes, [rows[n] for n in nodes]
 
 
 def heatmap(
-    metric: str, start: datetime, end: datetime, step: int, sort: str = "name"
+    metric: str,
+    start: datetime,
+    end: datetime,
+    step: int,
+    sort: str = "name",
+    tiles: bool = True,
 ) -> HeatmapMatrix:
     """``heatmap_rows`` with the cells as floats (None: no data)."""
-    result = heatmap_rows(metric, start, end, step, sort)
+    result = heatmap_rows(metric, start, end, step, sort, tiles)
     values = [json.loads(row) for row in result.rows]
     return HeatmapMatrix(
         metric, result.unit, result.nodes, result.times, values, result.step, result.source

@@ -16,7 +16,16 @@ from .cluster import IbPort, Node, PoolChange, XidEvent
 from .kueue import ClusterQueue, KueueEviction, KueueQuota, KueueSample
 from .operations import FamilyHealth, IngestCursor, IngestCycle, PrometheusOutage, ShardCursor
 from .runs import Checkpoint, Job, Pod, PodAssignment, RunEvent
-from .timeseries import GpuRollup, GpuSample, GpuValues, IbRollup, IbSample, IbValues, NodeRollup
+from .timeseries import (
+    GpuRollup,
+    GpuSample,
+    GpuValues,
+    HeatmapTile,
+    IbRollup,
+    IbSample,
+    IbValues,
+    NodeRollup,
+)
 
 __all__ = [
     "Family",
@@ -32,6 +41,7 @@ __all__ = [
     "IbSample",
     "IbRollup",
     "NodeRollup",
+    "HeatmapTile",
     "ClusterQueue",
     "KueueSample",
     "KueueEviction",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
 from .cluster import IbPort, Node
@@ -148,3 +149,29 @@ class NodeRollup(models.Model):
 
     def __str__(self) -> str:
         return f"node {self.node_id} 5 min from {self.ts:%Y-%m-%d %H:%M}"
+
+
+class HeatmapTile(models.Model):
+    """One node's hour of one heatmap metric: its twelve 5-minute cells, for 5-minute heatmaps.
+
+    ``cells[k]`` is the node rollup value of the bucket at ``hour`` + 5 min × k, already
+    rounded for display (4 significant digits), NULL where there is no value; bit k of
+    ``mask`` says the node had data of the metric's family in that bucket (its value may
+    still be NULL). A 24 h heatmap reads 25 of these per node, not 288 node rollup rows.
+    """
+
+    pk = models.CompositePrimaryKey("metric", "hour", "node_id")
+    metric = models.CharField(
+        max_length=32, help_text="key of ingest.heatmap_metrics.HEATMAP_METRICS"
+    )
+    hour = models.DateTimeField(help_text="start of the hour (UTC)")
+    node = models.ForeignKey(Node, on_delete=models.DO_NOTHING, db_constraint=False)
+    mask = models.SmallIntegerField(help_text="bit k: the node had data in bucket k")
+    cells = ArrayField(models.FloatField(null=True), size=12, help_text="float8[12]")
+
+    class Meta:
+        managed = False
+        db_table = "ingest_heatmaptile"
+
+    def __str__(self) -> str:
+        return f"{self.metric} of node {self.node_id}, hour from {self.hour:%Y-%m-%d %H:%M}"
