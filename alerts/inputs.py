@@ -4,6 +4,11 @@ Dense series only over the look-back the enabled rules need, and only for the
 GPUs / ports that match the rules' prefilters; error counters and XIDs sparse
 (rows where something happened) over their longer windows; per-node shapes
 (throughput, sample times, last samples) aggregated in SQL. See ``alerts.queries``.
+
+Only two reads touch every sample of their window: per-node IB throughput and
+the newest GPU sample per node. Everything else is an index probe: the rare rows
+(errors, prefilter candidates) through partial indexes on ``ts`` (ingest
+migration 0006), whole series and last samples through the primary keys.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ SPARSE = {
     "ib_errors": ("ib_errors", q.IB_ERRORS, "ib", IbErrorPoint),
     "kueue": ("kueue", q.KUEUE, "kueue", KueuePoint),
 }
-# Served by one aggregated pass over each raw table (GPU_SCAN, IB_SCAN).
+# Dense and per-node datasets of the two raw tables (see _fetch_gpu, _fetch_ib).
 GPU_DATASETS = ("gpu", "nvlink", "gpu_times")
 IB_DATASETS = ("ib", "throughput")
 
@@ -137,6 +142,8 @@ def fetch(
             setattr(
                 data, attr, list(map(row_type._make, _rows(sql, window(dataset, family), dataset)))
             )
+    if "ib_last" in need:
+        _fetch_ib_last(data, window)
     _fetch_shapes(data, rule_settings, need, window)
     return data
 
@@ -148,53 +155,47 @@ def _predicate(filters: dict, need: dict[str, float], dataset: str) -> tuple[str
     return filters.get(dataset) or ("true", [])
 
 
-def _widest(need: dict[str, float], datasets: tuple[str, ...]) -> str:
-    return max((d for d in datasets if d in need), key=lambda d: need[d])
-
-
 def _fetch_gpu(data: EvaluationData, need: dict[str, float], window: Any, predicate: tuple[str, list[Any]],
                backtest: bool) -> None:  # fmt: skip
-    """Prefilter candidates and NVLink errors (one filtered scan), candidates' series, node sample times."""
-    sql, params = predicate
-    if "gpu" in need or "nvlink" in need:
-        bounds = window(_widest(need, ("gpu", "nvlink")), "gpu")
-        rows = _rows(q.GPU_EVENTS.format(pred=sql), [*params, *bounds, *params], "gpu_events")
-        nvlink_start = window("nvlink", "gpu")[0] if "nvlink" in need else bounds[1]
-        candidates = sorted({(node_id, gpu) for _, node_id, gpu, _, hit, _, _ in rows if hit})
-        data.nvlink = sorted(
-            NvlinkPoint(name, gpu, ts, flit, crc)
-            for name, _, gpu, ts, _, flit, crc in rows
-            if ts > nvlink_start and (flit > 0 or crc > 0)
-        )
-        if candidates and "gpu" in need:
-            node_ids, gpus = zip(*candidates, strict=True)
-            series = _rows(
-                q.GPU_SERIES, [list(node_ids), list(gpus), *window("gpu", "gpu")], "gpu_series"
-            )
-            data.gpu = list(map(GpuPoint._make, series))
+    """Prefilter candidates' whole series, NVLink error steps, node sample times: index-backed."""
+    if "gpu" in need:
+        sql, params = predicate
+        bounds = window("gpu", "gpu")
+        rows = _rows(q.GPU_SERIES.format(pred=sql), [*bounds, *params, *bounds], "gpu")
+        data.gpu = list(map(GpuPoint._make, rows))
+    if "nvlink" in need:
+        rows = _rows(q.NVLINK, window("nvlink", "gpu"), "nvlink")
+        data.nvlink = sorted(map(NvlinkPoint._make, rows))
     if "gpu_times" in need:
-        rows = _rows(
-            q.GPU_TIMES if backtest else q.GPU_LAST, window("gpu_times", "gpu"), "gpu_times"
-        )
+        sql = q.GPU_TIMES if backtest else q.GPU_LAST
+        rows = _rows(sql, window("gpu_times", "gpu"), "gpu_times")
         data.sample_times = {("gpu", node): sorted(times) for node, times in rows}
 
 
 def _fetch_ib(
     data: EvaluationData, need: dict[str, float], window: Any, predicate: tuple[str, list[Any]]
 ) -> None:
-    """Per-node throughput (hence IB sample times) and the whole series of the prefilter's candidates."""
+    """Per-node throughput (hence IB sample times), and the whole series of the prefilter's candidates."""
     if "throughput" in need:
         rows = _rows(q.IB_THROUGHPUT, window("throughput", "ib"), "ib_throughput")
         data.throughput = list(map(NodeThroughput._make, rows))
+        times: dict[str, list[float]] = {}
+        for node, ts, _ in rows:  # one row per node and sample time: its IB sample times
+            times.setdefault(node, []).append(ts)
+        ib_times = {("ib", node): sorted(seq) for node, seq in times.items()}
+        data.sample_times = {**(data.sample_times or {}), **ib_times}
     if "ib" in need:
         sql, params = predicate
         bounds = window("ib", "ib")
-        data.ib = list(
-            map(
-                IbPoint._make,
-                _rows(q.IB_CANDIDATES.format(pred=sql), [*bounds, *params, *bounds], "ib"),
-            )
-        )
+        rows = _rows(q.IB_SERIES.format(pred=sql), [*bounds, *params, *bounds], "ib")
+        data.ib = list(map(IbPoint._make, rows))
+
+
+def _fetch_ib_last(data: EvaluationData, window: Any) -> None:
+    """Newest IB sample of the nodes with a non-active port sample (what ``ib_link_flap`` asks)."""
+    nodes = sorted({pt.node for pt in data.ib_errors if pt.state is not None and pt.state != 4})
+    rows = _rows(q.IB_LAST, [nodes, *window("ib_last", "ib")], "ib_last") if nodes else []
+    data.ib_last = dict(rows)
 
 
 def _fetch_shapes(data: EvaluationData, rule_settings: dict[str, RuleSettings], need: dict[str, float],
@@ -208,10 +209,19 @@ def _fetch_shapes(data: EvaluationData, rule_settings: dict[str, RuleSettings], 
     if "runs" in need:
         data.runs = _runs(rule_settings, data.as_of_family("checkpoints"), data.max_gap)
     if "leaf_switches" in need:
-        data.leaf_switches = {(n, d, p): leaf for n, d, p, leaf in _rows(q.LEAF_SWITCHES, [])}
+        data.leaf_switches = _leaf_switches(data)
     if "last_seen" in need:
         forget = float(rule_settings["node_metrics_missing"].params["forget_after_seconds"])
         data.last_seen = _last_seen(data, need, forget)
+
+
+def _leaf_switches(data: EvaluationData) -> dict[tuple[str, str, int], str]:
+    """Leaf switch of each port the port rules can report on: those of the fetched IB rows."""
+    ports = sorted({(pt.node, pt.device, pt.port) for pt in [*data.ib, *data.ib_errors]})
+    if not ports:
+        return {}
+    rows = _rows(q.LEAF_SWITCHES, [list(column) for column in zip(*ports, strict=True)])
+    return {(node, device, port): leaf for node, device, port, leaf in rows}
 
 
 def _runs(rule_settings: dict[str, RuleSettings], as_of: float, gap: float) -> list[RunCheckpoints]:

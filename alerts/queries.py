@@ -11,17 +11,21 @@ WINDOW = "ts > to_timestamp(%s) AND ts <= to_timestamp(%s)"
 
 GPU_COLUMNS = f"n.name, s.gpu, {EPOCH.format('s.ts')}, s.util, s.tensor, s.sm, s.power"
 IB_COLUMNS = f"n.name, p.device, p.port, {EPOCH.format('s.ts')}, s.tx_bytes, s.rx_bytes, s.xmit_wait, s.state, s.saturated"
-# GPU rows that matter: prefilter candidates ({pred}) and NVLink error increases (a filtered scan).
-GPU_EVENTS = f"""
-SELECT n.name, s.node_id, s.gpu, {EPOCH.format("s.ts")}, coalesce(({{pred}}), false),
-       coalesce(s.nvlink_crc_flit, 0), coalesce(s.nvlink_crc_data, 0)
-FROM ingest_gpusample s JOIN ingest_node n ON n.id = s.node_id
-WHERE s.{WINDOW} AND (({{pred}}) OR s.nvlink_crc_flit > 0 OR s.nvlink_crc_data > 0)
-"""
+# Whole series of the GPUs with a row matching the dense prefilter ({pred}) in the window.
+# With the default thresholds the candidates come from the partial index ingest_gpusample_drift_ts;
+# OFFSET 0 keeps the series a primary-key probe per candidate (the planner cannot know how
+# few candidates there are, and would scan the window instead).
 GPU_SERIES = f"""
-SELECT {GPU_COLUMNS} FROM ingest_gpusample s JOIN ingest_node n ON n.id = s.node_id
-JOIN unnest(%s::int[], %s::int2[]) AS c(node_id, gpu) ON c.node_id = s.node_id AND c.gpu = s.gpu
-WHERE s.{WINDOW} ORDER BY n.name, s.gpu, s.ts
+WITH c AS (SELECT DISTINCT node_id, gpu FROM ingest_gpusample WHERE {WINDOW} AND ({{pred}}))
+SELECT {GPU_COLUMNS} FROM c JOIN ingest_node n ON n.id = c.node_id CROSS JOIN LATERAL (
+    SELECT * FROM ingest_gpusample WHERE node_id = c.node_id AND gpu = c.gpu AND {WINDOW} OFFSET 0
+) s ORDER BY n.name, s.gpu, s.ts
+"""
+# Steps where NVLink error counters increased (sparse: the partial index ingest_gpusample_nvlink_ts).
+NVLINK = f"""
+SELECT n.name, s.gpu, {EPOCH.format("s.ts")}, coalesce(s.nvlink_crc_flit, 0), coalesce(s.nvlink_crc_data, 0)
+FROM ingest_gpusample s JOIN ingest_node n ON n.id = s.node_id
+WHERE s.{WINDOW} AND (s.nvlink_crc_flit > 0 OR s.nvlink_crc_data > 0)
 """
 # Each node's newest GPU sample in the window (live), or all its sample times (backtests).
 GPU_LAST = f"""
@@ -42,13 +46,22 @@ SELECT n.name, x.t, x.bytes FROM (
     FROM ingest_ibsample WHERE {WINDOW} GROUP BY node_id, ts
 ) x JOIN ingest_node n ON n.id = x.node_id
 """
-# Whole series of the ports with a row matching {pred} in the window.
-IB_CANDIDATES = f"""
+# Whole series of the ports with a row matching {pred} in the window. With the default
+# thresholds the candidates come from the partial index ingest_ibsample_wait_ts (OFFSET 0: as above).
+IB_SERIES = f"""
 WITH c AS (SELECT DISTINCT port_id FROM ingest_ibsample WHERE {WINDOW} AND ({{pred}}))
-SELECT {IB_COLUMNS} FROM c JOIN ingest_ibsample s ON s.port_id = c.port_id
-JOIN ingest_ibport p ON p.id = s.port_id JOIN ingest_node n ON n.id = p.node_id
-WHERE s.{WINDOW} ORDER BY n.name, p.device, p.port, s.ts
+SELECT {IB_COLUMNS} FROM c JOIN ingest_ibport p ON p.id = c.port_id
+JOIN ingest_node n ON n.id = p.node_id CROSS JOIN LATERAL (
+    SELECT * FROM ingest_ibsample WHERE port_id = c.port_id AND {WINDOW} OFFSET 0
+) s ORDER BY n.name, p.device, p.port, s.ts
 """
+# Newest IB sample of the given nodes, through the primary key (port_id, ts).
+IB_LAST = f"""
+SELECT n.name, {EPOCH.format("max(s.ts)")} FROM ingest_node n JOIN ingest_ibport p ON p.node_id = n.id
+JOIN ingest_ibsample s ON s.port_id = p.id AND s.node_id = n.id
+WHERE n.name = ANY(%s) AND s.{WINDOW} GROUP BY n.name
+"""
+# Sparse: the partial index ingest_ibsample_errors_ts holds exactly the rows matching this predicate.
 IB_ERRORS = f"""
 SELECT n.name, p.device, p.port, {EPOCH.format("s.ts")}, coalesce(s.symbol_errors, 0),
        coalesce(s.rcv_errors, 0), coalesce(s.local_link_integrity, 0),
@@ -96,9 +109,12 @@ HAVING NOT EXISTS (
       AND e.ts > max(c.ts) AND e.ts <= to_timestamp(%(as_of)s)
 )
 """
+# Leaf switches of the given (node, device, port) keys: the ports the port rules may report.
 LEAF_SWITCHES = """
 SELECT n.name, p.device, p.port, p.leaf_switch
-FROM ingest_ibport p JOIN ingest_node n ON n.id = p.node_id WHERE p.leaf_switch <> ''
+FROM unnest(%s::text[], %s::text[], %s::int[]) AS k(node, device, port)
+JOIN ingest_node n ON n.name = k.node JOIN ingest_ibport p ON p.node_id = n.id
+WHERE p.device = k.device AND p.port = k.port AND p.leaf_switch <> ''
 """
 CURSORS = f"""
 SELECT c.family, {EPOCH.format("c.covered_until")}, {EPOCH.format("h.last_success")}

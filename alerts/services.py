@@ -162,6 +162,9 @@ def evaluate(trigger: str = "manual", now: float | None = None) -> EvaluationRes
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [EVALUATION_LOCK_KEY])
+            # Every read below is an index probe or one pass over a short window: starting
+            # parallel workers costs more than it saves, and takes cores from ingest.
+            cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
         ensure_rule_configs()
         rule_settings = load_rule_settings()
         last = Evaluation.objects.order_by("-started_at").values_list("as_of", flat=True).first()
@@ -223,7 +226,8 @@ def _apply(
     """Lifecycle, inhibition and silences in the database; one bulk write each."""
     active = {a.fingerprint: a for a in Alert.objects.filter(state__in=ACTIVE_STATES)}
     events: list[AlertEvent] = []
-    changed: dict[int, Alert] = {}
+    changed: dict[int, Alert] = {}  # rows to write whole
+    moved: dict[int, Alert] = {}  # rows whose only change is a later last_match_at
     created: list[Alert] = []
     for fp in set(findings) | set(active):
         finding, alert = findings.get(fp), active.get(fp)
@@ -241,7 +245,7 @@ def _apply(
         if decision.reopen:
             created.append(_open(fp, finding, decision, rs, wall))  # type: ignore[arg-type]
         else:
-            _update(alert, finding, decision, rs, wall, events, changed)  # type: ignore[arg-type]
+            _update(alert, finding, decision, rs, wall, events, changed, moved)  # type: ignore[arg-type]
     # Close before opening: a reopened fingerprint must not have two active rows at once.
     Alert.objects.bulk_update(
         [a for a in changed.values() if a.state not in ACTIVE_STATES], ALERT_FIELDS
@@ -251,7 +255,13 @@ def _apply(
         events.append(AlertEvent(alert=alert, ts=wall, kind=alert.state, detail=_detail(alert)))
     still_active = [a for a in [*active.values(), *new_alerts] if a.state in ACTIVE_STATES]
     apply_muting(still_active, wall, events, changed, {a.pk for a in new_alerts})
-    Alert.objects.bulk_update(list(changed.values()), ALERT_FIELDS)
+    Alert.objects.bulk_update(
+        [a for a in changed.values() if a.state in ACTIVE_STATES], ALERT_FIELDS
+    )
+    # Firing alerts move last_match_at forward at every evaluation: one column, not all of them.
+    Alert.objects.bulk_update(
+        [a for pk, a in moved.items() if pk not in changed], ["last_match_at"]
+    )
     Alert.objects.bulk_update([a for a in new_alerts if a.silenced or a.inhibited], ALERT_FIELDS)
     AlertEvent.objects.bulk_create(events)
     end_until_resolved_silences(still_active, wall)
@@ -331,6 +341,7 @@ def _update(
     wall: datetime,
     events: list[AlertEvent],
     changed: dict[int, Alert],
+    moved: dict[int, Alert],
 ) -> None:
     dirty = False
     if (
@@ -338,15 +349,20 @@ def _update(
         and decision.last_match_at > alert.last_match_at.timestamp()
     ):
         alert.last_match_at = to_dt(decision.last_match_at)
-        dirty = True
+        moved[alert.pk] = alert
     starts_firing = alert.state == AlertState.PENDING and decision.target == AlertState.FIRING
     if finding is not None and (starts_firing or alert.state == AlertState.PENDING):
         # Pending alerts follow the latest data; firing ones keep what they fired with.
         severity = finding.detail.severity or rs.severity
-        alert.value, alert.context = finding.detail.value, finding.detail.context
-        alert.summary, alert.severity = finding.detail.summary[:500], severity
-        alert.labels = _labels(finding, severity)
-        dirty = True
+        latest = (
+            finding.detail.value,
+            finding.detail.context,
+            finding.detail.summary[:500],
+            severity,
+            _labels(finding, severity),
+        )
+        dirty = latest != (alert.value, alert.context, alert.summary, alert.severity, alert.labels)
+        alert.value, alert.context, alert.summary, alert.severity, alert.labels = latest
     if starts_firing:
         alert.state = AlertState.FIRING
         alert.started_at = to_dt(

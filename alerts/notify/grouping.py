@@ -12,9 +12,12 @@ The default grouping (an empty ``group_by``) is ``alertname`` plus
 leaf-switch fault that hits 32 nodes is one notification naming the switch and
 the nodes, while unrelated per-node faults stay separate.
 
-Silenced and inhibited ("muted") alerts are never notified. A muted alert is
-dropped from what a group has notified, so when the silence ends while it is
-still firing it counts as new and is sent.
+Silenced and inhibited ("muted") alerts are never notified as firing. A
+firing alert that was notified and is then muted stays recorded as ``muted``:
+receivers still hold it as firing, so when it resolves (muted or not) its
+resolution is sent; when the silence ends while it still fires it counts as new
+and is sent. An alert muted before it was ever notified is never notified,
+neither firing nor resolved.
 """
 
 from __future__ import annotations
@@ -86,9 +89,15 @@ class Timing:
     repeat_interval: timedelta = timedelta(hours=4)
 
 
+FIRING, MUTED = "firing", "muted"  # the statuses a group records per notified alert
+
+
 @dataclass
 class GroupState:
-    """What a group has notified so far: alert id (as text) → status."""
+    """What a group has notified so far: alert id (as text) → ``firing`` or ``muted``.
+
+    ``muted``: notified as firing, muted since, so owed a resolution.
+    """
 
     first_seen_at: datetime
     last_sent_at: datetime | None = None
@@ -137,6 +146,14 @@ def _due(state: GroupState, changed: bool, firing: bool, timing: Timing, now: da
     return firing and now >= state.last_sent_at + timing.repeat_interval
 
 
+def _owes_resolution(alert: AlertView, state: GroupState, send_resolved: bool) -> bool:
+    # Receivers hold a notified alert as firing until told otherwise, even one muted since.
+    notified = state.notified.get(str(alert.id))
+    if send_resolved:
+        return notified in (FIRING, MUTED)
+    return notified == FIRING and not alert.muted
+
+
 def decide(
     state: GroupState,
     alerts: Sequence[AlertView],
@@ -147,18 +164,21 @@ def decide(
     """Whether to notify a group now, and which alerts to put in the notification."""
     firing = [a for a in alerts if a.status == "firing" and not a.muted]
     resolved = [
-        a
-        for a in alerts
-        if a.status == "resolved" and not a.muted and state.notified.get(str(a.id)) == "firing"
+        a for a in alerts if a.status == "resolved" and _owes_resolution(a, state, send_resolved)
     ]
-    still_firing = {str(a.id): "firing" for a in firing}
+    muted = {
+        str(a.id): MUTED
+        for a in alerts
+        if a.status == "firing" and a.muted and _owes_resolution(a, state, send_resolved)
+    }
     if not firing and not resolved:
-        return Decision([], {}, True)
-    changed = bool(resolved) or any(state.notified.get(key) != "firing" for key in still_firing)
+        return Decision([], muted, not muted)
+    changed = bool(resolved) or any(state.notified.get(str(a.id)) != FIRING for a in firing)
     if not _due(state, changed, bool(firing), timing, now):
         # Keep what was notified for alerts still firing or still owed a resolution.
-        owed = set(still_firing) | {str(a.id) for a in resolved}
-        return Decision([], {k: v for k, v in state.notified.items() if k in owed}, False)
+        owed = {str(a.id) for a in [*firing, *resolved]}
+        return Decision([], {k: v for k, v in state.notified.items() if k in owed} | muted, False)
     if not firing and not send_resolved:
         return Decision([], {}, True)
-    return Decision(firing + (resolved if send_resolved else []), still_firing, not firing)
+    notified = muted | {str(a.id): FIRING for a in firing}
+    return Decision(firing + (resolved if send_resolved else []), notified, not notified)

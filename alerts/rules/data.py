@@ -168,9 +168,15 @@ class EvaluationData:
     # Shapes the selectors aggregate in SQL; None → derived from the dense points above (tests).
     throughput: list[NodeThroughput] | None = None
     sample_times: dict[tuple[str, str], list[float]] | None = None
+    # Newest IB sample of the nodes with a non-active port sample; None → from the sample times.
+    ib_last: dict[str, float] | None = None
     cursors: list[FamilyCursor] = field(default_factory=list)
     # Filled while rules run, for rules derived from others (ib_switch_fault).
     current: dict[str, list[Any]] = field(default_factory=dict)
+    # node_sample_times per family, derived once: several rules read it.
+    _times: dict[str, dict[str, list[float]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def node_throughput(self) -> list[NodeThroughput]:
         """Per node and step, tx + rx bytes/s over all its ports."""
@@ -184,6 +190,17 @@ class EvaluationData:
 
     def node_sample_times(self, family: str) -> dict[str, list[float]]:
         """Per node, the sorted distinct sample times of ``family`` ("gpu" or "ib") in the window."""
+        if family not in self._times:
+            self._times[family] = self._node_sample_times(family)
+        return self._times[family]
+
+    def last_ib_sample(self) -> dict[str, float]:
+        """Per node, its newest IB sample in the window (fetched ones: the nodes with a port not active)."""
+        if self.ib_last is not None:
+            return self.ib_last
+        return {node: times[-1] for node, times in self.node_sample_times("ib").items() if times}
+
+    def _node_sample_times(self, family: str) -> dict[str, list[float]]:
         if self.sample_times is not None and any(fam == family for fam, _ in self.sample_times):
             return {node: t for (fam, node), t in self.sample_times.items() if fam == family}
         times: dict[str, set[float]] = {}

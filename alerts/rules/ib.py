@@ -147,7 +147,7 @@ class IbLinkFlap(BaseRule):
     """
 
     id = "ib_link_flap"
-    needs = ("ib_errors", "leaf_switches", "throughput")
+    needs = ("ib_errors", "leaf_switches", "ib_last")
     family = "ib"
     scope = ("node", "device", "port")
     severity = "critical"
@@ -155,9 +155,7 @@ class IbLinkFlap(BaseRule):
 
     def signals(self, data: EvaluationData, settings: RuleSettings) -> Iterator[Signal]:
         window = float(settings.params["window_seconds"])
-        node_last = {
-            node: times[-1] for node, times in data.node_sample_times("ib").items() if times
-        }
+        node_last = data.last_ib_sample()
         for key, points in group(data.ib_errors, PORT_KEY):
             flaps = [
                 (pt.ts, f"link_downed +{pt.link_downed:.0f}") for pt in points if pt.link_downed > 0

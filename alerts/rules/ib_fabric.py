@@ -110,6 +110,8 @@ class IbStraggler(BaseRule):
         runs = Allocations(data.assignments, data.max_gap)
         by_step: dict[tuple[float, str, str], list[tuple[float, str]]] = defaultdict(list)
         for node, ts, value in data.node_throughput():
+            if node not in runs.by_node:  # most idle nodes: no run to compare with
+                continue
             run = runs.at(node, ts)
             if run is not None:
                 by_step[(ts, run.namespace, run.run)].append((value, node))

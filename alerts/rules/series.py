@@ -64,13 +64,13 @@ def median(values: list[float]) -> float:
 def median_excluding(ordered: list[float], index: int) -> float:
     """The median of ``ordered`` (sorted) without the element at ``index``, in O(1)."""
     m = len(ordered) - 1
-
-    def other(k: int) -> float:
-        return ordered[k] if k < index else ordered[k + 1]
-
+    half = m // 2
+    # The k-th of the others is ordered[k] below ``index``, ordered[k + 1] from it on.
+    upper = ordered[half] if half < index else ordered[half + 1]
     if m % 2:
-        return other(m // 2)
-    return (other(m // 2 - 1) + other(m // 2)) / 2
+        return upper
+    lower = ordered[half - 1] if half - 1 < index else ordered[half]
+    return (lower + upper) / 2
 
 
 class Allocations:

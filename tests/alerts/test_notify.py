@@ -12,6 +12,7 @@ from alerts.models import DeliveryAttempt, NotificationGroup, Outbox
 from tests.alerts.notify_helpers import (
     SECRET,
     STARTED,
+    T0,
     flush_at,
     make_alert,
     make_channel,
@@ -159,6 +160,33 @@ def test_a_silenced_alert_is_recorded_not_sent_and_sent_after_the_silence_ends()
         send_all()
     (request,) = receiver.requests
     assert request.json()["alerts"][0]["fingerprint"] == alert.fingerprint
+
+
+def test_a_notified_alert_that_resolves_while_silenced_is_sent_resolved() -> None:
+    alert = make_alert("gpu-001")
+    never_notified = make_alert("gpu-001", device="mlx5_1", port="1", silenced=True)
+    with start_receiver() as receiver:
+        make_channel("webhook", receiver.url)
+        flush_at(0)  # the group appears; group_wait starts
+        assert len(flush_at(30)) == 1
+        send_all()
+        alert.silenced = True
+        alert.save(update_fields=["silenced"])
+        assert flush_at(60) == []  # muted: not re-sent, still owed a resolution
+        resolve(alert, T0 + timedelta(seconds=90))
+        resolve(never_notified, T0 + timedelta(seconds=90))
+        assert flush_at(329) == []  # a change waits group_interval
+        assert len(flush_at(330)) == 1
+        send_all()
+        assert flush_at(3600) == [] and not NotificationGroup.objects.exists()
+    firing, resolved = (r.json() for r in receiver.requests)
+    assert [(a["status"], a["fingerprint"]) for a in firing["alerts"]] == [
+        ("firing", alert.fingerprint)
+    ]
+    assert resolved["status"] == "resolved"
+    assert [(a["status"], a["fingerprint"], a["endsAt"]) for a in resolved["alerts"]] == [
+        ("resolved", alert.fingerprint, "2026-05-01T10:01:30Z")
+    ]
 
 
 def test_inhibited_alerts_are_not_sent() -> None:

@@ -94,11 +94,11 @@ def test_resolutions_are_not_sent_when_the_channel_does_not_want_them() -> None:
     assert decision.send == [] and decision.finished
 
 
-def test_muted_alerts_are_forgotten_so_they_count_as_new_when_unmuted() -> None:
+def test_muted_alerts_are_not_sent_and_count_as_new_when_unmuted() -> None:
     state = GroupState(T0, T0, {"1": "firing", "2": "firing"})
     later = T0 + timedelta(minutes=5)
     muted = decide(state, [view(1, "gpu-001"), view(2, "gpu-002", muted=True)], TIMING, later)
-    assert muted.send == [] and muted.notified == {"1": "firing"}
+    assert muted.send == [] and muted.notified == {"1": "firing", "2": "muted"}
     state = GroupState(T0, T0, muted.notified)
     back = decide(state, [view(1, "gpu-001"), view(2, "gpu-002")], TIMING, later)
     assert [a.id for a in back.send] == [1, 2]
@@ -108,3 +108,33 @@ def test_a_group_whose_alerts_resolved_before_group_wait_sends_nothing() -> None
     state = GroupState(first_seen_at=T0)
     decision = decide(state, [view(1, "gpu-001", "resolved")], TIMING, T0 + timedelta(minutes=1))
     assert decision.send == [] and decision.finished
+
+
+def test_a_notified_alert_that_resolves_while_muted_is_sent_resolved() -> None:
+    state = GroupState(T0, T0, {"1": "firing"})
+    muted = decide(state, [view(1, "gpu-001", muted=True)], TIMING, T0 + timedelta(minutes=1))
+    assert (muted.send, muted.notified, muted.finished) == ([], {"1": "muted"}, False)
+    state = GroupState(T0, T0, muted.notified)
+    resolved = [view(1, "gpu-001", "resolved", muted=True)]
+    assert decide(state, resolved, TIMING, T0 + timedelta(minutes=4)).notified == {"1": "muted"}
+    decision = decide(state, resolved, TIMING, T0 + timedelta(minutes=5))
+    assert [(a.id, a.status) for a in decision.send] == [(1, "resolved")]
+    assert decision.finished and decision.notified == {}
+
+
+def test_an_alert_muted_before_it_was_notified_is_never_sent_resolved() -> None:
+    state = GroupState(T0, T0, {"1": "firing"})
+    alerts = [view(1, "gpu-001"), view(2, "gpu-002", muted=True)]
+    assert decide(state, alerts, TIMING, T0 + timedelta(minutes=5)).notified == {"1": "firing"}
+    alerts = [view(1, "gpu-001"), view(2, "gpu-002", "resolved", muted=True)]
+    decision = decide(state, alerts, TIMING, T0 + timedelta(hours=4))
+    assert [(a.id, a.status) for a in decision.send] == [(1, "firing")]
+    assert decision.notified == {"1": "firing"}
+
+
+def test_muted_alerts_owe_nothing_when_the_channel_does_not_want_resolutions() -> None:
+    state = GroupState(T0, T0, {"1": "firing"})
+    decision = decide(
+        state, [view(1, "gpu-001", muted=True)], TIMING, T0 + timedelta(hours=1), False
+    )
+    assert decision.send == [] and decision.finished and decision.notified == {}

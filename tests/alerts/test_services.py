@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 
 from alerts.models import Alert, AlertEvent, Evaluation, Silence, SilenceAudit
+from alerts.rules.series import iso
 from alerts.services import evaluate
 from alerts.silences import create_silence, expire_silence, node_matchers
 from tests.alerts import seed
@@ -101,6 +102,24 @@ def test_missing_node_inhibits_its_other_alerts(cluster: dict) -> None:
         missing.pk,
     )
     assert history(xid) == ["firing", "inhibited"]
+
+
+def test_a_port_that_left_active_and_came_back_is_a_link_flap_one_still_down_is_not() -> None:
+    node = seed.nodes(["gpu-001"], ports=2)["gpu-001"]
+    down = {"mlx5_0": (NOW - 600, NOW - 480), "mlx5_1": (NOW - 300, NOW + 1)}
+    state = lambda ts, device: 1 if down[device][0] <= ts < down[device][1] else 4  # noqa: E731
+    seed.write_ib(seed.ib_rows(node, NOW - 1200, NOW, state=state))
+    seed.cover(NOW)
+    evaluate(now=NOW + 5)
+    flap = Alert.objects.get()
+    assert (flap.rule, flap.state, flap.labels) == (
+        "ib_link_flap",
+        "firing",
+        {"alertname": "ib_link_flap", "severity": "critical", "node": "gpu-001", "device": "mlx5_0",
+         "port": "1"},
+    )  # fmt: skip
+    assert (flap.pending_since, flap.started_at) == (seed.dt(NOW - 510), seed.dt(NOW - 510))
+    assert flap.context == {"flaps": [[iso(NOW - 510), "state left active and returned"]]}
 
 
 def test_switch_fault_inhibits_the_port_alerts_under_that_leaf() -> None:
