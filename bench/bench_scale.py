@@ -10,7 +10,10 @@ step of every family) is timed: in-process unsharded, and sharded on 1 and on
 2 real ``celery worker`` processes, each beside the 30 s scrape interval (goal
 with 2 workers: < 50 %). Also: rows/s against a raw binary COPY of the same rows
 into the same tables, each worker's peak RSS (goal ≤ 600 MB), index use and
-partition maintenance at this size. Own database (created and dropped here).
+partition maintenance at this size. Each mode also reports the CPU seconds it
+cost the ingest processes (this one, or the workers) and the Prometheus server:
+on a shared host their sum, not the wall time, is what a cycle really costs.
+Own database (created and dropped here).
 """
 
 from __future__ import annotations
@@ -93,6 +96,12 @@ def history_prometheus(nodes: int, minutes: int, workdir: Path):  # noqa: ANN201
     return prometheus, end
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used so far (its own threads, not children)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def reset_to(moment: datetime) -> None:
     """Forget everything after ``moment``: rows, XID events, cursors (shard cursors restart)."""
     from django.db import connection
@@ -141,12 +150,15 @@ def workers(count: int, shards: int, log_dir: Path) -> Iterator[list]:
 
 
 def timed_cycle_on_workers(
-    count: int, shards: int, until: datetime, log_dir: Path
-) -> tuple[float, list[float]]:
-    """(wall seconds from sending the cycle task to every cursor at ``until``, peak RSS per worker)."""
+    count: int, shards: int, until: datetime, log_dir: Path, prometheus_pid: int
+) -> tuple[float, list[float], tuple[float, float]]:
+    """(wall seconds from sending the cycle task to every cursor at ``until``, peak RSS per
+    worker, CPU seconds of (the workers, Prometheus) over the cycle)."""
     from ingest.tasks import ingest_cycle
 
     with workers(count, shards, log_dir) as running:
+        pids = [w.process.pid for w in running]
+        cpu_before = [cpu_seconds(pid) for pid in [*pids, prometheus_pid]]
         began, sent = time.perf_counter(), datetime.now(UTC)
         ingest_cycle.apply_async(kwargs={"until": until.isoformat()})
         while not all_covered(until):
@@ -154,8 +166,11 @@ def timed_cycle_on_workers(
                 raise RuntimeError("the cycle did not finish within 10 minutes")
             time.sleep(0.02)
         wall = time.perf_counter() - began
+        used = [
+            cpu_seconds(pid) - b for pid, b in zip([*pids, prometheus_pid], cpu_before, strict=True)
+        ]
         timeline(sent, until)
-        return wall, [peak_rss_mb(w.process.pid) for w in running]
+        return wall, [peak_rss_mb(pid) for pid in pids], (sum(used[:-1]), used[-1])
 
 
 def timeline(sent: datetime, until: datetime) -> None:
@@ -235,7 +250,7 @@ def verify_indexes_and_partitions(until: datetime) -> None:
         f"(7 days ahead ensured, {len(dropped)} expired dropped)")  # fmt: skip
 
 
-def measure(args: argparse.Namespace, end: float, log_dir: Path) -> None:
+def measure(args: argparse.Namespace, end: float, log_dir: Path, prometheus_pid: int) -> None:
     """Warm-up, then the same one-step cycle in-process, on 1 and on 2 workers."""
     from ingest import services
 
@@ -248,37 +263,42 @@ def measure(args: argparse.Namespace, end: float, log_dir: Path) -> None:
         f"{time.perf_counter() - began:.1f} s, {sum(o.rows for o in outcomes):,} rows, "
         f"statuses {sorted({o.status for o in outcomes})}")  # fmt: skip
     reset_to(until_warm)
-    began = time.perf_counter()
+    began, cpu, prometheus_cpu = (
+        time.perf_counter(),
+        time.process_time(),
+        cpu_seconds(prometheus_pid),
+    )
     outcomes = services.ingest_all(until=until)
     baseline = time.perf_counter() - began
+    cpu, prometheus_cpu = time.process_time() - cpu, cpu_seconds(prometheus_pid) - prometheus_cpu
     say(
         "in-process cycle per family: "
         + ", ".join(f"{o.family} {o.duration:.2f}s" for o in outcomes)
     )
     rows = window_rows(until_warm)
-    results = {"in-process, unsharded (ingest_all)": (baseline, [])}
+    results = {"in-process, unsharded (ingest_all)": (baseline, [], (cpu, prometheus_cpu))}
     for count in args.workers:
         reset_to(until_warm)
         results[f"{count} worker process{'es' if count > 1 else ''}, {args.shards} shards"] = (
-            timed_cycle_on_workers(count, args.shards, until, log_dir)
+            timed_cycle_on_workers(count, args.shards, until, log_dir, prometheus_pid)
         )
     assert window_rows(until_warm) == rows, "the sharded cycles stored a different row count"
     copy = raw_copy_seconds(until_warm)
     say()
     say(f"one steady-state cycle = one {STEP} s step of every family; {rows:,} GPU + IB rows "
         f"({args.nodes:,} nodes, {8 * args.nodes:,} GPUs, {8 * args.nodes:,} IB ports)")  # fmt: skip
-    say(
-        f"{'mode':<40} {'wall':>7} {'% of 30 s':>10} {'rows/s':>10} {'vs COPY':>8} {'peak RSS/worker':>16}"
-    )
-    for mode, (wall, rss) in results.items():
+    say(f"{'mode':<40} {'wall':>7} {'% of 30 s':>10} {'rows/s':>10} {'vs COPY':>8} "
+        f"{'peak RSS/worker':>16} {'CPU s ingest+Prometheus':>24}")  # fmt: skip
+    for mode, (wall, rss, (ingest_cpu, server_cpu)) in results.items():
         memory = ", ".join(f"{m:.0f} MB" for m in rss) or "-"
         say(f"{mode:<40} {wall:6.2f}s {100 * wall / STEP:9.1f}% {rows / wall:10,.0f} "
-            f"{(rows / wall) / (rows / copy):7.2f}x {memory:>16}")  # fmt: skip
+            f"{(rows / wall) / (rows / copy):7.2f}x {memory:>16} "
+            f"{f'{ingest_cpu:.1f} + {server_cpu:.1f}':>24}")  # fmt: skip
     say(
         f"{'raw binary COPY of the same rows':<40} {copy:6.2f}s {'':>10} {rows / copy:10,.0f} {1:7.2f}x"
     )
-    two = next(wall for mode, (wall, _) in results.items() if mode.startswith("2 "))
-    peak = max(m for _, (_, rss) in results.items() for m in rss)
+    two = next(wall for mode, (wall, _, _) in results.items() if mode.startswith("2 "))
+    peak = max(m for _, (_, rss, _) in results.items() for m in rss)
     say(f"goal: 2 workers < 50% of {STEP} s -> {100 * two / STEP:.1f}% "
         f"{'OK' if two < STEP / 2 else 'ABOVE GOAL'}; worker peak RSS <= 600 MB -> {peak:.0f} MB "
         f"{'OK' if peak <= 600 else 'ABOVE GOAL'}")  # fmt: skip
@@ -319,7 +339,7 @@ def main() -> None:
 
         call_command("migrate", verbosity=0)
         try:
-            measure(args, end, workdir)
+            measure(args, end, workdir, prometheus.process.pid)
         finally:
             connections.close_all()
             recreate_database(BENCH_DB, drop_only=True)

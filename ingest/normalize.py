@@ -1,9 +1,10 @@
 """Pure normalisation: decoded Prometheus series → per-step rows (no I/O, no ORM).
 
-Every answer is a step-aligned ``query_range`` from the window start (the
-context point) to its end. Series are grouped by a key (node + gpu, or node +
-device + port); duplicates of one key (the same GPU scraped through two
-targets) collapse to their max. Gauges are read at each step; counters become
+Every answer is a step-aligned ``query_range`` up to the window end, a
+counter's from the window start (the context point), a gauge's from the first
+step. Series are folded by a key (node + gpu, or node + device + port) into
+columns; duplicates of one key (the same GPU scraped through two targets)
+collapse to their max. Gauges are read at each step; counters become
 the exact increase over the step from two consecutive values, with resets
 handled like Prometheus (a drop means the counter restarted from 0) and a
 32-bit counter pegged at 4294967295 reported as unknown (None) plus a flag,
@@ -13,67 +14,127 @@ never as 0.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .prometheus import Answer
+from .prometheus import PrometheusError
 
 SATURATED_32 = 4294967295.0
 Points = dict[float, float]
+#: One metric's answer folded by series key: ts → key → value.
+Folded = dict[float, dict[Hashable, float]]
+KeyOf = Callable[[Mapping[str, str]], Hashable | None]
+_NOTHING: Mapping[Hashable, float] = {}
 
 
 @dataclass
 class Collected:
-    """Values of one chunk: key → column → {unix ts: value}; plus the points skipped."""
+    """One pull's columns, column → ts → key → value (``Folded``); plus the points skipped.
 
-    values: dict[Hashable, dict[str, Points]] = field(default_factory=dict)
+    Columnar, and folded straight from the decoded JSON (``fold``): a pull
+    reads every metric for the same tens of thousands of keys at one or two
+    steps, and per-series / per-key objects were most of the ingest time.
+    """
+
+    columns: dict[str, Folded] = field(default_factory=dict)
     skipped: int = 0
 
-    def add(
-        self, column: str, answer: Answer, key_of: Callable[[Mapping[str, str]], Hashable | None]
+    def add_answers(
+        self, names: Sequence[str], answers: Iterable[tuple[int, object]], key_of: KeyOf
     ) -> None:
-        """Merge one metric's answer; series whose key cannot be derived are skipped."""
-        self.skipped += answer.skipped
-        for series in answer.series:
-            key = key_of(series.labels)
-            if key is None:
-                self.skipped += len(series.points)
+        """Fold each (query index, ``data.result`` or ``PrometheusError``) into column ``names[index]``.
+
+        A malformed answer counts as ONE skipped item for its column, which then
+        stays empty (what its other chunks folded is dropped). ``key_of`` runs
+        once per distinct label set: every metric answers for the same series.
+        """
+        keys: dict[object, Hashable | None] = {}
+        folded: dict[int, Folded] = {}
+        skipped: dict[int, int] = {}
+        failed: set[int] = set()
+        for index, result in answers:
+            if index in failed:
                 continue
-            columns = self.values.setdefault(key, {})
-            existing = columns.get(column)
-            if existing is None:
-                columns[column] = dict(series.points)
-            else:
-                for ts, value in series.points:
-                    if value > existing.get(ts, -float("inf")):
-                        existing[ts] = value
+            try:
+                if isinstance(result, PrometheusError):
+                    raise result
+                points = fold(result, key_of, keys, folded.setdefault(index, {}))
+                skipped[index] = skipped.get(index, 0) + points
+            except PrometheusError:
+                failed.add(index)
+        for index, name in enumerate(names):
+            if index in failed:
+                self.skipped += 1
+            elif index in folded:
+                self.columns[name] = folded[index]
+                self.skipped += skipped[index]
+
+    def keys(self) -> list[Hashable]:
+        """Every key with a value in some column, sorted."""
+        found: set[Hashable] = set()
+        for folded in self.columns.values():
+            for values in folded.values():
+                found.update(values)
+        return sorted(found)  # type: ignore[type-var]
+
+    def keys_of(self, column: str) -> set[Hashable]:
+        """The keys with a value of ``column`` at some step of the window (context included)."""
+        return set().union(*self.columns.get(column, {}).values())
+
+
+def fold(  # noqa: C901 - the hot loop (~1M series a cycle at 4,096 nodes): a call costs more
+    result: object, key_of: KeyOf, keys: dict[object, Hashable | None], into: Folded
+) -> int:
+    """Decode a matrix / vector ``data.result`` into ``into`` by series key; returns points skipped.
+
+    Counts what ``prometheus.decode`` + keying count: malformed items and
+    points, NaN/±Inf points, and the finite points of series without a key.
+    Duplicates of a key (one GPU scraped through two targets) collapse to their
+    max. ``keys`` memoises ``key_of`` by label set. Raises ``PrometheusError``
+    when ``result`` is not a list.
+    """
+    if not isinstance(result, list):
+        raise PrometheusError(f"unexpected answer: result is {type(result).__name__}, not a list")
+    skipped = 0
+    for item in result:
+        if not isinstance(item, dict) or not isinstance(metric := item.get("metric"), dict):
+            skipped += 1
+            continue
+        raw_points = item.get("values")
+        if raw_points is None and "values" not in item:
+            raw_points = [item.get("value")]  # an instant vector
+        if not isinstance(raw_points, list):
+            skipped += 1
+            continue
+        try:  # key_of once per label set (inline: a call per series costs)
+            key = keys[label_set := tuple(metric.items())]
+        except KeyError:
+            key = keys[label_set] = key_of({str(k): str(v) for k, v in metric.items()})
+        except TypeError:  # an unhashable label value (malformed): not cached
+            key = key_of({str(k): str(v) for k, v in metric.items()})
+        for raw in raw_points:
+            try:
+                stamp, value = raw
+                number, stamp = float(value), float(stamp)
+            except (TypeError, ValueError):
+                skipped += 1
+                continue
+            # x - x is 0.0 for finite x and NaN for NaN / ±Inf (cheaper than two isfinite calls).
+            if number - number != 0.0 or stamp - stamp != 0.0 or key is None:
+                skipped += 1
+                continue
+            at = into.get(stamp)
+            if at is None:
+                at = into[stamp] = {}
+            previous = at.get(key)
+            if previous is None or number > previous:
+                at[key] = number
+    return skipped
 
 
 def steps(start: int, end: int, step: int) -> list[int]:
     """The step timestamps a window covers: ``start < ts <= end``."""
     return list(range(start + step, end + 1, step))
-
-
-def increase(points: Points, ts: int, step: int) -> float | None:
-    """Counter increase over the step ending at ``ts`` (None if unknown or saturated)."""
-    value = points.get(ts)
-    if value is None or value == SATURATED_32:
-        return None
-    previous = points.get(ts - step)
-    if previous is None:
-        return None
-    return value - previous if value >= previous else value
-
-
-def rate(points: Points, ts: int, step: int) -> float | None:
-    """Per-second rate of a counter over the step ending at ``ts``."""
-    delta = increase(points, ts, step)
-    return None if delta is None else delta / step
-
-
-def saturated(points: Points | None, ts: int) -> bool:
-    """Whether a 32-bit counter sits at its maximum at ``ts``."""
-    return points is not None and points.get(ts) == SATURATED_32
 
 
 @dataclass(frozen=True)
@@ -85,29 +146,46 @@ class Column:
     saturation_bit: int = 0
 
 
-def row_values(columns: Mapping[str, Points], spec: Iterable[Column], ts: int, step: int) -> list:
-    """The stored values of one key at one step, in ``spec`` order (None where missing)."""
-    out: list[float | None] = []
-    for column in spec:
-        points = columns.get(column.name)
-        if points is None:
-            out.append(None)
-        elif column.kind == "gauge":
-            out.append(points.get(ts))
-        elif column.kind == "rate":
-            out.append(rate(points, ts, step))
-        else:
-            out.append(increase(points, ts, step))
-    return out
+def column_at(
+    collected: Collected, column: Column, keys: Sequence[Hashable], ts: int, step: int
+) -> list[float | None]:
+    """``column``'s stored value for each key at step ``ts``, None where missing or unknown.
+
+    A counter's increase is ``value - previous``, or ``value`` when it dropped
+    (the counter restarted from 0); unknown without a previous value or when
+    pegged at 2^32-1 (see ``saturation_masks``). Column-wise comprehensions:
+    a function call per value was most of the row-building time.
+    """
+    folded = collected.columns.get(column.name, {})
+    now = folded.get(ts, _NOTHING)
+    if column.kind == "gauge":
+        return [now.get(key) for key in keys]
+    before = folded.get(ts - step, _NOTHING)
+    increases = [
+        None
+        if (value := now.get(key)) is None
+        or value == SATURATED_32
+        or (previous := before.get(key)) is None
+        else value - previous
+        if value >= previous
+        else value
+        for key in keys
+    ]
+    if column.kind == "rate":
+        return [None if delta is None else delta / step for delta in increases]
+    return increases
 
 
-def saturation_mask(columns: Mapping[str, Points], spec: Iterable[Column], ts: int) -> int:
-    """Bitmask of the columns whose 32-bit counter is pegged at ``ts``."""
-    mask = 0
+def saturation_masks(collected: Collected, spec: Iterable[Column], ts: int) -> dict[Hashable, int]:
+    """key → bitmask of the spec columns whose 32-bit counter is pegged at ``ts`` (0: absent)."""
+    masks: dict[Hashable, int] = {}
     for column in spec:
-        if column.saturation_bit and saturated(columns.get(column.name), ts):
-            mask |= column.saturation_bit
-    return mask
+        if not column.saturation_bit:
+            continue
+        for key, value in collected.columns.get(column.name, {}).get(ts, _NOTHING).items():
+            if value == SATURATED_32:
+                masks[key] = masks.get(key, 0) | column.saturation_bit
+    return masks
 
 
 def int_label(labels: Mapping[str, str], name: str) -> int | None:

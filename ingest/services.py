@@ -12,6 +12,7 @@ goes to the live layer and the configured hooks.
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -125,6 +126,23 @@ def _commit_chunk(source: Source, batch: Batch) -> int:
     return rows
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while chunks are pulled and stored.
+
+    Decoded answers and rows are acyclic, so reference counting frees them; but
+    their millions of small objects made every collection rescan the growing
+    heap: with it on, decoding a 4,096-node cycle took twice the CPU.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def run_chunks(
     source: Source,
     client: PrometheusClient,
@@ -138,7 +156,7 @@ def run_chunks(
     ``commit`` stores one pulled chunk and advances its cursor in one transaction
     (default: the family cursor; ``ingest.shards`` passes the shard's).
     """
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-pull") as pool:
+    with gc_paused(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-pull") as pool:
         pending: Future[Batch] = pool.submit(source.pull, client, windows[0])
         for index, window in enumerate(windows):
             batch = pending.result()

@@ -30,7 +30,7 @@ from . import rollups, services
 from .events import ingest_committed, publish_committed
 from .identity import node_name
 from .models import Family, IngestCursor, IngestCycle, ShardCursor
-from .prometheus import Answer, PrometheusClient, PrometheusError, PrometheusUnavailable
+from .prometheus import PrometheusClient, PrometheusError, PrometheusUnavailable
 from .queries import DCGM_MARKERS, IB_MARKERS
 from .sources import source_for
 from .sources.base import Batch, Source, StoreResult, Window
@@ -92,16 +92,9 @@ class ScopedClient(PrometheusClient):
         """The base client's (cached) metric names: the names ``scope`` scopes."""
         return self.base.known_metrics()
 
-    def query(self, promql: str, at: datetime | None = None) -> Answer:
-        """Instant query over this shard's nodes."""
-        return super().query(scope(promql, self.matcher, self.known_metrics()), at)
-
-    def query_range(
-        self, promql: str, start: datetime, end: datetime, step_seconds: float
-    ) -> Answer:
-        """Range query over this shard's nodes."""
-        scoped = scope(promql, self.matcher, self.known_metrics())
-        return super().query_range(scoped, start, end, step_seconds)
+    def scoped(self, promql: str) -> str:
+        """``promql`` with the shard's matcher on every selector of a known metric."""
+        return scope(promql, self.matcher, self.known_metrics())
 
 
 # --- planning (the cycle task) ----------------------------------------------
@@ -178,7 +171,8 @@ def run_cycle(
     families: list[str] | None = None,
     client: PrometheusClient | None = None,
 ) -> dict[str, str]:
-    """Fan out the node-level families' shards through ``send``; run the small families here."""
+    """Fan out the node-level families' shards through ``send`` (once per family); run the
+    small families here."""
     client = client or PrometheusClient()
     step = settings.INGEST_STEP_SECONDS
     end = services.align_down(
@@ -186,16 +180,14 @@ def run_cycle(
     )
     chosen = families or services.DEFAULT_FAMILIES
     statuses: dict[str, str] = {}
-    orders: list[ShardOrder] = []
     for family in (f for f in chosen if f in SHARDED_FAMILIES):
         try:
             planned = plan_orders(family, client, end, settings.INGEST_SHARDS)
         except PrometheusError as exc:
             statuses[family] = f"error: {exc}"[:200]
             continue
-        orders += planned
+        send(planned)  # now: workers start on it while the next family is planned
         statuses[family] = f"sharded:{len(planned)}"
-    send(orders)
     rest = [f for f in chosen if f not in SHARDED_FAMILIES]
     if rest:
         for outcome in services.ingest_all(until=end, client=client, families=rest):

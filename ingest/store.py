@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import orjson
 from django.db import connection
 
 from .partitions import ensure_partitions
@@ -61,6 +62,15 @@ KUEUE_TABLE = CopyTable(
     ("timestamptz", "int4", *[_F8] * 6),
     ("cluster_queue_id", "ts"),
 )  # fmt: skip
+
+
+def json_rows(rows: Iterable[Sequence[object]]) -> str:
+    """Rows as ONE json parameter, read back with ``json_array_elements(%s::json)``.
+
+    Client-side binding dumps a list parameter element by element in Python;
+    tens of thousands of ports as ``unnest`` arrays cost more than the statement.
+    """
+    return orjson.dumps(list(rows)).decode()
 
 
 def timestamps(seconds: Iterable[float]) -> dict[float, datetime]:
@@ -115,45 +125,79 @@ def insert_rows(table: CopyTable, rows: Sequence[Sequence[object]]) -> int:
 
 
 def upsert_nodes(seen: Mapping[str, tuple[datetime, datetime]]) -> dict[str, int]:
-    """Create or touch nodes (first_seen = earliest, last_seen = latest); name → id."""
+    """Create or touch nodes (first_seen = earliest, last_seen = latest); name → id.
+
+    A node whose span already covers ``seen`` is not rewritten (a re-run window,
+    or the topology family touching every node each cycle, writes no dead tuples).
+    """
     if not seen:
         return {}
     names = sorted(seen)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            INSERT INTO ingest_node (name, pool, unschedulable, leaf_switch, gpu_model, first_seen, last_seen)
-            SELECT n, 'unknown', false, '', '', f, l
-            FROM unnest(%s::text[], %s::timestamptz[], %s::timestamptz[]) AS t(n, f, l)
+    sql = """
+        WITH wanted AS (
+            SELECT r->>0 AS n, (r->>1)::timestamptz AS f, (r->>2)::timestamptz AS l
+            FROM json_array_elements(%s::json) AS r
+        ), written AS (
+            INSERT INTO ingest_node
+                (name, pool, unschedulable, leaf_switch, gpu_model, first_seen, last_seen)
+            SELECT n, 'unknown', false, '', '', f, l FROM wanted
             ON CONFLICT (name) DO UPDATE SET
                 first_seen = LEAST(ingest_node.first_seen, EXCLUDED.first_seen),
                 last_seen = GREATEST(ingest_node.last_seen, EXCLUDED.last_seen)
+            WHERE ingest_node.first_seen > EXCLUDED.first_seen
+                OR ingest_node.last_seen < EXCLUDED.last_seen
             RETURNING name, id
-            """,
-            [names, [seen[n][0] for n in names], [seen[n][1] for n in names]],
         )
-        return dict(cursor.fetchall())
+        SELECT name, id FROM written
+        UNION ALL SELECT node.name, node.id FROM ingest_node node JOIN wanted ON node.name = wanted.n
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [json_rows((n, *seen[n]) for n in names)])
+        ids = dict(cursor.fetchall())
+        # A row another transaction inserted after this statement's snapshot, found as a
+        # conflict and left unchanged, is neither RETURNED nor visible here: read it again.
+        missing = [name for name in names if name not in ids]
+        if missing:
+            cursor.execute("SELECT name, id FROM ingest_node WHERE name = ANY(%s)", [missing])
+            ids.update(dict(cursor.fetchall()))
+    return ids
 
 
 def upsert_ports(ports: Iterable[tuple[int, str, int, str]]) -> dict[tuple[int, str, int], int]:
-    """Create IB ports (node_id, device, port, guid) not yet known; (node_id, device, port) → id."""
+    """Create IB ports (node_id, device, port, guid) not yet known; (node_id, device, port) → id.
+
+    A known port is rewritten only when a non-empty guid changes it.
+    """
     guid_of: dict[tuple[int, str, int], str] = {}
     for node_id, device, number, guid in ports:
         guid_of[(node_id, device, number)] = guid or guid_of.get((node_id, device, number), "")
     unique = sorted((*key, guid) for key, guid in guid_of.items())
     if not unique:
         return {}
-    node_ids, devices, numbers, guids = (list(column) for column in zip(*unique, strict=True))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
+    sql = """
+        WITH wanted AS (
+            SELECT (r->>0)::bigint AS n, r->>1 AS d, (r->>2)::int AS p, r->>3 AS g
+            FROM json_array_elements(%s::json) AS r
+        ), written AS (
             INSERT INTO ingest_ibport (node_id, device, port, guid, leaf_switch, switch_port)
-            SELECT n, d, p, g, '', '' FROM unnest(%s::bigint[], %s::text[], %s::int[], %s::text[])
-                AS t(n, d, p, g)
-            ON CONFLICT (node_id, device, port) DO UPDATE SET
-                guid = CASE WHEN EXCLUDED.guid <> '' THEN EXCLUDED.guid ELSE ingest_ibport.guid END
+            SELECT n, d, p, g, '', '' FROM wanted
+            ON CONFLICT (node_id, device, port) DO UPDATE SET guid = EXCLUDED.guid
+            WHERE EXCLUDED.guid <> '' AND ingest_ibport.guid <> EXCLUDED.guid
             RETURNING node_id, device, port, id
-            """,
-            [node_ids, devices, numbers, guids],
         )
-        return {(n, d, p): pk for n, d, p, pk in cursor.fetchall()}
+        SELECT node_id, device, port, id FROM written
+        UNION ALL SELECT p.node_id, p.device, p.port, p.id FROM ingest_ibport p
+            JOIN wanted ON (p.node_id, p.device, p.port) = (wanted.n, wanted.d, wanted.p)
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [json_rows(unique)])
+        ids = {(n, d, p): pk for n, d, p, pk in cursor.fetchall()}
+        missing = [key for key in guid_of if key not in ids]  # see upsert_nodes
+        if missing:
+            cursor.execute(
+                "SELECT node_id, device, port, id FROM ingest_ibport WHERE (node_id, device, port) "
+                "IN (SELECT (r->>0)::bigint, r->>1, (r->>2)::int FROM json_array_elements(%s::json) r)",
+                [json_rows(missing)],
+            )
+            ids.update({(n, d, p): pk for n, d, p, pk in cursor.fetchall()})
+    return ids

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from ..prometheus import PrometheusClient
@@ -24,6 +24,11 @@ class Window:
     start: datetime
     end: datetime
     step: int
+
+    def fetch_start(self, kind: str) -> datetime:
+        """Where a query for a column of ``kind`` starts: a counter needs the context point
+        at ``start`` (its previous value); a gauge is read at the steps only."""
+        return self.start + timedelta(seconds=self.step) if kind == "gauge" else self.start
 
 
 @dataclass

@@ -3,12 +3,13 @@
 Dialects: ``current`` (DCGM_FI_* names, ``Hostname`` or ``hostname`` label, both
 accepted through node identity) and ``legacy`` (dcgm-exporter 1.x names, ``uuid``
 label). Detected from the metric names Prometheus has unless INGEST_DCGM_DIALECT
-forces one. One ``query_range`` per metric, ``max by`` node labels + gpu.
+forces one. One ``query_range`` per metric, ``max by`` node labels + gpu, each
+folded straight into columns by (node, gpu) (``Collected.add_answers``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -17,8 +18,8 @@ from django.db import connection
 
 from ..identity import node_name
 from ..models import Family
-from ..normalize import Collected, Column, Points, int_label, rate, row_values, steps, xid_events
-from ..prometheus import PrometheusClient
+from ..normalize import Collected, Column, Points, column_at, int_label, steps, xid_events
+from ..prometheus import PrometheusClient, Series
 from ..queries import DCGM_MARKERS, promql
 from ..store import GPU_TABLE, insert_rows, timestamps, upsert_nodes
 from .base import Batch, Source, StoreResult, Window
@@ -28,7 +29,13 @@ NVLINK_ERRORS = ("nvlink_crc_flit", "nvlink_crc_data", "nvlink_replay", "nvlink_
 SPEC = tuple(Column(name, "gauge") for name in GAUGES) + tuple(
     Column(n, "increase") for n in NVLINK_ERRORS
 )
-FETCHED = (*GAUGES, "nvlink_bw", "nvlink_tx", "nvlink_rx", *NVLINK_ERRORS)
+#: NVLink bandwidth: the counter's rate, else the PROF TX + RX gauges.
+BANDWIDTH = (
+    Column("nvlink_bw", "rate"),
+    Column("nvlink_tx", "gauge"),
+    Column("nvlink_rx", "gauge"),
+)
+FETCHED = (*SPEC, *BANDWIDTH)
 GpuKey = tuple[str, int]
 
 
@@ -45,33 +52,71 @@ def gpu_key(labels: Mapping[str, str]) -> GpuKey | None:
 
 @dataclass
 class GpuPayload:
-    """Rows keyed by node name (ids are resolved in ``store``) and raw XID tracks."""
+    """Rows keyed by node name (ids are resolved in ``store``) and raw XID tracks.
+
+    ``xid_tracks`` holds only GPUs with a non-zero XID value in the window (an
+    all-zero GPU can have no event); ``xid_nodes`` names every node XID series came from.
+    """
 
     rows: list[tuple] = field(default_factory=list)
     seen: dict[str, tuple[int, int]] = field(default_factory=dict)
     xid_tracks: dict[GpuKey, list[tuple[str, Points]]] = field(default_factory=dict)
+    xid_nodes: set[str] = field(default_factory=set)
     times: list[int] = field(default_factory=list)
 
 
-def nvlink_bandwidth(columns: Mapping[str, Points], ts: int, step: int) -> float | None:
-    """Bytes/s over NVLink: rate of the bandwidth counter, else PROF TX + RX gauges."""
-    counter = columns.get("nvlink_bw")
-    if counter is not None:
-        return rate(counter, ts, step)
-    tx, rx = columns.get("nvlink_tx", {}).get(ts), columns.get("nvlink_rx", {}).get(ts)
-    return None if tx is None and rx is None else (tx or 0.0) + (rx or 0.0)
+def nvlink_bandwidth(
+    collected: Collected, keys: list[Hashable], with_counter: set[Hashable], ts: int, step: int
+) -> list[float | None]:
+    """Bytes/s over NVLink per key: rate of the bandwidth counter where the GPU has one in
+    the window (``with_counter``), else PROF TX + RX gauges."""
+    counter, tx, rx = (column_at(collected, column, keys, ts, step) for column in BANDWIDTH)
+    return [
+        rate
+        if key in with_counter
+        else (None if sent is None and received is None else (sent or 0.0) + (received or 0.0))
+        for key, rate, sent, received in zip(keys, counter, tx, rx, strict=True)
+    ]
 
 
 def build_rows(collected: Collected, times: list[int], step: int, payload: GpuPayload) -> None:
     """Per (node, gpu, step) rows in ``GPU_TABLE`` column order; empty steps are not rows."""
-    for (node, gpu), columns in sorted(collected.values.items()):
-        for ts in times:
-            values = row_values(columns, SPEC, ts, step)
-            values.insert(6, nvlink_bandwidth(columns, ts, step))
-            if any(v is not None for v in values):
-                payload.rows.append((ts, node, gpu, *values))
-                first, last = payload.seen.get(node, (ts, ts))
-                payload.seen[node] = (min(first, ts), max(last, ts))
+    keys, with_counter = collected.keys(), collected.keys_of("nvlink_bw")
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    width = len(SPEC) + 1
+    for ts in times:
+        columns = [column_at(collected, column, keys, ts, step) for column in SPEC]
+        columns.insert(6, nvlink_bandwidth(collected, keys, with_counter, ts, step))
+        rows = [
+            (ts, *key, *values)  # type: ignore[misc]
+            for key, values in zip(keys, zip(*columns, strict=True), strict=True)
+            if values.count(None) < width
+        ]
+        payload.rows += rows
+        for node in {row[1] for row in rows}:
+            first.setdefault(node, ts)
+            last[node] = ts
+    payload.seen = {node: (ts, last[node]) for node, ts in first.items()}
+
+
+def collect_xids(series: list[Series], payload: GpuPayload) -> int:
+    """Keep the XID tracks of GPUs with a non-zero value; returns the points skipped (no key)."""
+    skipped = 0
+    tracks: dict[GpuKey, list[tuple[str, Points]]] = {}
+    for item in series:
+        key = gpu_key(item.labels)
+        if key is None:
+            skipped += len(item.points)
+            continue
+        payload.xid_nodes.add(key[0])
+        tracks.setdefault(key, []).append((item.labels.get("err_msg", ""), dict(item.points)))
+    payload.xid_tracks = {
+        key: gpu_tracks
+        for key, gpu_tracks in tracks.items()
+        if any(any(points.values()) for _msg, points in gpu_tracks)
+    }
+    return skipped
 
 
 class GpuSource(Source):
@@ -80,31 +125,22 @@ class GpuSource(Source):
     family = Family.GPU
 
     def pull(self, client: PrometheusClient, window: Window) -> Batch:
-        """One query_range per metric over [start, end] (start = counter context)."""
+        """One query_range per metric over the window's steps (a counter's from its context)."""
         dialect = client.detect_dialect(DCGM_MARKERS, settings.INGEST_DCGM_DIALECT)
         collected, by = Collected(), node_by()
-        for column in FETCHED:
-            query = promql("gpu", dialect, column, by=by)
-            collected.add(
-                column,
-                client.query_range_lenient(query, window.start, window.end, window.step),
-                gpu_key,
-            )
+        queries = [
+            (promql("gpu", dialect, column.name, by=by), window.fetch_start(column.kind))
+            for column in FETCHED
+        ]
+        answers = client.query_ranges(queries, window.end, window.step)
+        collected.add_answers([column.name for column in FETCHED], answers, gpu_key)
         start, end = int(window.start.timestamp()), int(window.end.timestamp())
         payload = GpuPayload(times=[start, *steps(start, end, window.step)])
         build_rows(collected, payload.times[1:], window.step, payload)
         xids = client.query_range_lenient(
             promql("gpu", dialect, "xid", by=by), window.start, window.end, window.step
         )
-        skipped = collected.skipped + xids.skipped
-        for series in xids.series:
-            key = gpu_key(series.labels)
-            if key is None:
-                skipped += len(series.points)
-                continue
-            payload.xid_tracks.setdefault(key, []).append(
-                (series.labels.get("err_msg", ""), dict(series.points))
-            )
+        skipped = collected.skipped + xids.skipped + collect_xids(xids.series, payload)
         return Batch(
             self.family, window, payload=payload, skipped=skipped, notes=[f"dialect={dialect}"]
         )
@@ -113,7 +149,7 @@ class GpuSource(Source):
         """Nodes upserted, samples inserted once, new XID codes recorded as events."""
         payload: GpuPayload = batch.payload
         stamps = timestamps(payload.times)
-        names = set(payload.seen) | {node for node, _gpu in payload.xid_tracks}
+        names = set(payload.seen) | payload.xid_nodes
         seen = {n: payload.seen.get(n, (payload.times[-1], payload.times[-1])) for n in names}
         node_ids = upsert_nodes({n: (stamps[a], stamps[b]) for n, (a, b) in seen.items()})
         rows = [(stamps[r[0]], node_ids[r[1]], *r[2:]) for r in payload.rows]

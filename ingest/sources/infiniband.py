@@ -18,7 +18,15 @@ from django.conf import settings
 
 from ..identity import node_name
 from ..models import Family
-from ..normalize import Collected, Column, int_label, row_values, saturation_mask, split_hca, steps
+from ..normalize import (
+    Collected,
+    Column,
+    column_at,
+    int_label,
+    saturation_masks,
+    split_hca,
+    steps,
+)
 from ..prometheus import PrometheusClient
 from ..queries import IB_MARKERS, promql
 from ..store import IB_TABLE, insert_rows, timestamps, upsert_nodes, upsert_ports
@@ -76,17 +84,24 @@ def treydock_keyer(
 
 def build_rows(collected: Collected, times: list[int], step: int, payload: IbPayload) -> None:
     """Per (port, step) rows: values in SPEC order, then the saturation mask."""
-    for key, columns in sorted(collected.values.items()):
-        for ts in times:
-            values = row_values(columns, SPEC, ts, step)
-            mask = saturation_mask(columns, SPEC, ts)
-            if not mask and all(v is None for v in values):
-                continue
-            for index in (12, 13):  # state / phys_state are smallint columns
-                values[index] = None if values[index] is None else int(values[index])
-            payload.rows.append((ts, key, *values, mask))
-            first, last = payload.seen.get(key[0], (ts, ts))
-            payload.seen[key[0]] = (min(first, ts), max(last, ts))
+    keys = collected.keys()
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for ts in times:
+        columns = [column_at(collected, column, keys, ts, step) for column in SPEC]
+        for index in (12, 13):  # state / phys_state are smallint columns
+            columns[index] = [None if v is None else int(v) for v in columns[index]]
+        masks = saturation_masks(collected, SPEC, ts)
+        rows = [
+            (ts, key, *values, masks.get(key, 0))
+            for key, values in zip(keys, zip(*columns, strict=True), strict=True)
+            if key in masks or values.count(None) < len(SPEC)
+        ]
+        payload.rows += rows
+        for node in {row[1][0] for row in rows}:
+            first.setdefault(node, ts)
+            last[node] = ts
+    payload.seen = {node: (ts, last[node]) for node, ts in first.items()}
 
 
 class IbSource(Source):
@@ -104,16 +119,15 @@ class IbSource(Source):
         )
 
     def pull(self, client: PrometheusClient, window: Window) -> Batch:
-        """One query_range per counter/gauge over [start, end] (start = counter context)."""
+        """One query_range per counter/gauge over the window's steps (counters: from its start)."""
         dialect = client.detect_dialect(IB_MARKERS, settings.INGEST_IB_DIALECT)
         key_of, collected, by = self._key_function(client, dialect, window), Collected(), node_by()
-        for column in SPEC:
-            query = promql("ib", dialect, column.name, by=by)
-            collected.add(
-                column.name,
-                client.query_range_lenient(query, window.start, window.end, window.step),
-                key_of,
-            )
+        queries = [
+            (promql("ib", dialect, column.name, by=by), window.fetch_start(column.kind))
+            for column in SPEC
+        ]
+        answers = client.query_ranges(queries, window.end, window.step)
+        collected.add_answers([column.name for column in SPEC], answers, key_of)
         start, end = int(window.start.timestamp()), int(window.end.timestamp())
         payload = IbPayload(times=[start, *steps(start, end, window.step)])
         build_rows(collected, payload.times[1:], window.step, payload)

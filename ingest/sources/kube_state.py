@@ -20,7 +20,7 @@ from ..dimensions import insert_new
 from ..models import Family, Pool
 from ..prometheus import PrometheusClient, Series
 from ..stepseries import changes, to_datetime
-from ..store import upsert_nodes
+from ..store import json_rows, upsert_nodes
 from .base import Batch, Source, StoreResult, Window
 from .rangefetch import fetch, labelled, promql
 
@@ -34,6 +34,9 @@ DEFAULT_POOL_TAINTS: dict[str, str] = {
 }
 
 
+_POOLS = frozenset(Pool.values)
+
+
 def pool_of(taints: Iterable[tuple[str, str]], rules: Mapping[str, str], default: str) -> str:
     """The pool a node's (key, value) taints put it in."""
     present = sorted(set(taints))
@@ -43,7 +46,7 @@ def pool_of(taints: Iterable[tuple[str, str]], rules: Mapping[str, str], default
             if taint_key != key or (has_value and taint_value != value):
                 continue
             chosen = (pool or taint_value).strip().lower()
-            if chosen in Pool.values:
+            if chosen in _POOLS:
                 return chosen
     return default
 
@@ -165,12 +168,16 @@ def _refresh_nodes(ids: Mapping[str, int], observed: Mapping[str, NodeObservatio
             [sorted(ids.values())],
         )
         cordons = [
-            (obs.unschedulable, ids[name], to_datetime(obs.last))
+            (ids[name], obs.unschedulable, to_datetime(obs.last))
             for name, obs in sorted(observed.items())
             if obs.unschedulable is not None
         ]
         if cordons:
-            cursor.executemany(
-                "UPDATE ingest_node SET unschedulable = %s WHERE id = %s AND last_seen <= %s",
-                cordons,
+            # Only where the node's newest data is this window's (an older window never undoes).
+            cursor.execute(
+                "UPDATE ingest_node n SET unschedulable = t.u FROM (SELECT (r->>0)::bigint AS id, "
+                "(r->>1)::boolean AS u, (r->>2)::timestamptz AS last "
+                "FROM json_array_elements(%s::json) AS r) AS t "
+                "WHERE n.id = t.id AND n.last_seen <= t.last AND n.unschedulable <> t.u",
+                [json_rows(cordons)],
             )

@@ -12,6 +12,7 @@ mapping as metrics.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from datetime import timedelta
 
@@ -33,7 +34,7 @@ from ..runs_normalize import (
     terminated_reasons,
 )
 from ..stepseries import to_datetime
-from ..store import upsert_nodes
+from ..store import json_rows, upsert_nodes
 from .base import Batch, Source, StoreResult, Window
 from .rangefetch import fetch, promql
 
@@ -100,13 +101,22 @@ class RunsSource(Source):
 def _store_assignments(
     data: RunsData, pod_ids: Mapping[tuple[str, str], int], node_ids: Mapping[str, int], step: int
 ) -> int:
-    """Extend an assignment the interval touches or overlaps, else insert a new one."""
+    """Extend an assignment the interval touches or overlaps, else insert a new one.
+
+    A (pod, node) seen once in the window (the steady state) goes through one
+    set-based statement; one seen in several runs (a gap inside the window) row
+    by row, in time order, since its later runs may extend what the earlier inserted.
+    """
     gap = timedelta(seconds=step * 1.5)
-    created = 0
+    rows = [
+        (pod_ids[pod_key], node_ids[node], to_datetime(first), to_datetime(last))
+        for pod_key, node, first, last in sorted(data.assignments)
+    ]
+    runs_of = Counter((pod, node) for pod, node, _first, _last in rows)
+    single = [row for row in rows if runs_of[row[:2]] == 1]
     with connection.cursor() as cursor:
-        for pod_key, node, first_ts, last_ts in sorted(data.assignments):
-            pod_id, node_id = pod_ids[pod_key], node_ids[node]
-            first, last = to_datetime(first_ts), to_datetime(last_ts)
+        created = _store_single_assignments(cursor, single, gap)
+        for pod_id, node_id, first, last in (row for row in rows if runs_of[row[:2]] > 1):
             cursor.execute(
                 "UPDATE ingest_podassignment SET first_seen = LEAST(first_seen, %s), "
                 "last_seen = GREATEST(last_seen, %s) WHERE pod_id = %s AND node_id = %s "
@@ -121,6 +131,32 @@ def _store_assignments(
                 )
                 created += max(cursor.rowcount, 0)
     return created
+
+
+def _store_single_assignments(cursor, rows: list[tuple], gap: timedelta) -> int:  # noqa: ANN001
+    """Extend-or-insert for (pod, node) pairs with one run each: one statement; rows inserted."""
+    if not rows:
+        return 0
+    cursor.execute(
+        """
+        WITH seen AS (
+            SELECT ordinality AS i, (r->>0)::bigint AS pod, (r->>1)::bigint AS node,
+                   (r->>2)::timestamptz AS f, (r->>3)::timestamptz AS l
+            FROM json_array_elements(%s::json) WITH ORDINALITY AS t(r, ordinality)
+        ), extended AS (
+            UPDATE ingest_podassignment a SET first_seen = LEAST(a.first_seen, seen.f),
+                last_seen = GREATEST(a.last_seen, seen.l)
+            FROM seen WHERE a.pod_id = seen.pod AND a.node_id = seen.node
+                AND a.first_seen <= seen.l + %s AND a.last_seen >= seen.f - %s
+            RETURNING seen.i
+        )
+        INSERT INTO ingest_podassignment (pod_id, node_id, first_seen, last_seen)
+        SELECT pod, node, f, l FROM seen WHERE i NOT IN (SELECT i FROM extended)
+        ON CONFLICT DO NOTHING
+        """,
+        [json_rows(rows), gap, gap],
+    )
+    return max(cursor.rowcount, 0)
 
 
 def _started_hints(job_ids: Mapping[JobKey, int], hints: Mapping[JobKey, float]) -> int:

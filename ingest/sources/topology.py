@@ -18,7 +18,7 @@ from ..models import Family
 from ..normalize import int_label, split_hca
 from ..prometheus import PrometheusClient
 from ..queries import promql
-from ..store import upsert_nodes, upsert_ports
+from ..store import json_rows, upsert_nodes, upsert_ports
 from .base import Batch, Source, StoreResult, Window
 
 
@@ -84,21 +84,19 @@ class TopologySource(Source):
         with connection.cursor() as cursor:
             cursor.execute(
                 "UPDATE ingest_ibport p SET leaf_switch = t.leaf, switch_port = t.sp "
-                "FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS t(id, leaf, sp) "
+                "FROM (SELECT (r->>0)::bigint AS id, r->>1 AS leaf, r->>2 AS sp "
+                "FROM json_array_elements(%s::json) AS r) AS t "
                 "WHERE p.id = t.id AND (p.leaf_switch, p.switch_port) IS DISTINCT FROM (t.leaf, t.sp)",
-                [
-                    list(by_port),
-                    [u.leaf_switch for u in by_port.values()],
-                    [u.switch_port for u in by_port.values()],
-                ],
+                [json_rows((pk, u.leaf_switch, u.switch_port) for pk, u in by_port.items())],
             )
             changed = cursor.rowcount
             leaves = _most_common_leaf(uplinks, node_ids)
             cursor.execute(
                 "UPDATE ingest_node n SET leaf_switch = t.leaf "
-                "FROM unnest(%s::bigint[], %s::text[]) AS t(id, leaf) "
+                "FROM (SELECT (r->>0)::bigint AS id, r->>1 AS leaf "
+                "FROM json_array_elements(%s::json) AS r) AS t "
                 "WHERE n.id = t.id AND n.leaf_switch IS DISTINCT FROM t.leaf",
-                [list(leaves), list(leaves.values())],
+                [json_rows(leaves.items())],
             )
             changed += cursor.rowcount
         return StoreResult(rows=changed)

@@ -22,7 +22,8 @@ EMPTY = json.dumps({"status": "success", "data": {"resultType": "matrix", "resul
 
 
 class StubPrometheus:
-    """Canned bodies by metric name; ``requests`` records every query received."""
+    """Canned bodies by metric name; ``requests`` records every query received (path, method,
+    Accept-Encoding and the query's parameters, from the URL or a form body)."""
 
     def __init__(self, bodies: dict[str, str], names: list[str] | None = None) -> None:
         self.bodies = bodies
@@ -30,8 +31,12 @@ class StubPrometheus:
         self.requests: list[dict[str, str]] = []
         self.url = ""
 
-    def answer(self, path: str, params: dict[str, str]) -> tuple[int, str]:
-        self.requests.append({"path": path, **params})
+    def answer(
+        self, path: str, params: dict[str, str], method: str = "GET", encoding: str = ""
+    ) -> tuple[int, str]:
+        self.requests.append(
+            {"path": path, "method": method, "accept_encoding": encoding, **params}
+        )
         if path.endswith("/label/__name__/values"):
             return 200, json.dumps({"status": "success", "data": self.names})
         metrics = re.findall(r"[A-Za-z_:][A-Za-z0-9_:]*", params.get("query", ""))
@@ -52,7 +57,8 @@ def serving(stub: StubPrometheus) -> Iterator[StubPrometheus]:
 
     class Handler(BaseHTTPRequestHandler):
         def _reply(self, params: dict[str, str]) -> None:
-            status, body = stub.answer(urlsplit(self.path).path, params)
+            encoding = self.headers.get("Accept-Encoding", "")
+            status, body = stub.answer(urlsplit(self.path).path, params, self.command, encoding)
             data = body.encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

@@ -121,3 +121,12 @@ def test_prometheus_down_records_an_outage_and_keeps_the_cursor() -> None:
     assert not IngestCursor.objects.filter(family="gpu").exists()
     assert PrometheusOutage.objects.filter(ended_at__isnull=True).count() == 1
     assert FamilyHealth.objects.get(family="gpu").errors == 1
+
+
+def test_range_queries_are_uncompressed_form_posts() -> None:
+    with serving(gpu_stub()) as stub:
+        ingest_family("gpu", since=at(T0), until=at(T0 + 60), client=PrometheusClient(stub.url))
+
+    ranges = [r for r in stub.requests if r["path"].endswith("/query_range")]
+    assert ranges and all(r["method"] == "POST" and "query" in r for r in ranges)
+    assert {r["accept_encoding"] for r in ranges} == {"identity"}
