@@ -15,8 +15,11 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 
 from config.routing import websocket_urlpatterns  # noqa: E402
 from core.checks import stop_on_configuration_errors  # noqa: E402
+from dashboard.warmup import warm_up  # noqa: E402
 
 stop_on_configuration_errors()
+# Each web worker process starts here: build what its first pages would otherwise build.
+warm_up()
 
 application = ProtocolTypeRouter(
     {
