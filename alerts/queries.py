@@ -39,12 +39,11 @@ SELECT n.name, x.times FROM (
     FROM ingest_gpusample WHERE {WINDOW} GROUP BY node_id
 ) x JOIN ingest_node n ON n.id = x.node_id
 """
-# Per node and step, tx + rx over all its ports (also gives each node's IB sample times).
+# Per node and step, tx + rx over all its ports (also gives each node's IB sample times):
+# ingest keeps these totals (ingest_ibnodestep, refreshed with the rollups in the commit).
 IB_THROUGHPUT = f"""
-SELECT n.name, x.t, x.bytes FROM (
-    SELECT node_id, {EPOCH.format("ts")} AS t, sum(coalesce(tx_bytes, 0) + coalesce(rx_bytes, 0)) AS bytes
-    FROM ingest_ibsample WHERE {WINDOW} GROUP BY node_id, ts
-) x JOIN ingest_node n ON n.id = x.node_id
+SELECT n.name, {EPOCH.format("s.ts")}, s.bytes
+FROM ingest_ibnodestep s JOIN ingest_node n ON n.id = s.node_id WHERE s.{WINDOW}
 """
 # Whole series of the ports with a row matching {pred} in the window. With the default
 # thresholds the candidates come from the partial index ingest_ibsample_wait_ts (OFFSET 0: as above).

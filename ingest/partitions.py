@@ -33,6 +33,7 @@ RAW_TABLES = (
     PartitionedTable("ingest_gpusample", 1, "INGEST_RAW_RETENTION_DAYS"),
     PartitionedTable("ingest_ibsample", 1, "INGEST_RAW_RETENTION_DAYS"),
     PartitionedTable("ingest_kueuesample", 1, "INGEST_RAW_RETENTION_DAYS"),
+    PartitionedTable("ingest_ibnodestep", 1, "INGEST_RAW_RETENTION_DAYS"),
 )
 ROLLUP_TABLES = (
     PartitionedTable("ingest_gpurollup", 10, "INGEST_ROLLUP_RETENTION_DAYS"),

@@ -12,6 +12,11 @@ bucket, not the raw samples), in the caller's transaction: one row per node and
 bucket is what long-window heatmaps and pool summaries read. The hourly heatmap tiles
 (``ingest_heatmaptile``: per metric, hour and node the twelve 5-minute values) follow in
 the same transaction, for the buckets refreshed, from the node rollups just written.
+
+IB also keeps per-node totals at full resolution (``ingest_ibnodestep``: tx + rx bytes/s
+of every port of a node, per scrape step), refreshed for the committed raw range in the
+same transaction: alert rules comparing nodes step by step (stragglers, missing data)
+read one row per node and step instead of grouping every port's samples.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from datetime import datetime, timedelta
 from django.db import connection
 
 from .heatmap_metrics import display_floats, node_rollup_columns, tile_refresh_sql
-from .partitions import ROLLUP_TABLES, ensure_partitions
+from .partitions import RAW_TABLES, ROLLUP_TABLES, ensure_partitions
 from .store import GPU_VALUE_COLUMNS, IB_VALUE_COLUMNS
 
 BUCKET = timedelta(minutes=5)
@@ -92,11 +97,31 @@ def bucket_start(moment: datetime) -> datetime:
     return moment - timedelta(seconds=epoch_seconds % 300, microseconds=moment.microsecond)
 
 
+IB_NODE_STEPS = """
+INSERT INTO ingest_ibnodestep (ts, node_id, bytes)
+SELECT ts, node_id, sum(coalesce(tx_bytes, 0) + coalesce(rx_bytes, 0))
+FROM ingest_ibsample WHERE ts >= %s AND ts <= %s GROUP BY ts, node_id
+ON CONFLICT (ts, node_id) DO UPDATE SET bytes = excluded.bytes
+WHERE ingest_ibnodestep.bytes IS DISTINCT FROM excluded.bytes
+"""
+
+
+def refresh_ib_node_steps(start: datetime, end: datetime) -> int:
+    """Recompute the per-node IB totals of every step with raw rows in [start, end]."""
+    table = next(t for t in RAW_TABLES if t.name == "ingest_ibnodestep")
+    ensure_partitions(start, end, (table,))
+    with connection.cursor() as cursor:
+        cursor.execute(IB_NODE_STEPS, [start, end])
+        return cursor.rowcount
+
+
 def refresh(family: str, start: datetime, end: datetime) -> int:
     """Recompute the rollup buckets touching raw rows in [start, end]; returns rows written."""
     sql = {"gpu": GPU_REFRESH, "ib": IB_REFRESH}.get(family)
     if sql is None:
         return 0
+    if family == "ib":
+        refresh_ib_node_steps(start, end)
     low, high = bucket_start(start), bucket_start(end) + BUCKET
     ensure_partitions(low, high, ROLLUP_TABLES)
     with connection.cursor() as cursor:

@@ -175,3 +175,23 @@ class HeatmapTile(models.Model):
 
     def __str__(self) -> str:
         return f"{self.metric} of node {self.node_id}, hour from {self.hour:%Y-%m-%d %H:%M}"
+
+
+class IbNodeStep(models.Model):
+    """One node's IB throughput at one scrape step: tx + rx bytes/s over all its ports.
+
+    Written by ``ingest.rollups`` with the rollups, for what alert rules compare node by
+    node and step by step (stragglers, missing data): one row per node and step.
+    """
+
+    pk = models.CompositePrimaryKey("ts", "node_id")
+    ts = models.DateTimeField()
+    node = models.ForeignKey(Node, on_delete=models.DO_NOTHING, db_constraint=False)
+    bytes = models.FloatField(help_text="tx + rx bytes/s summed over the node's ports")
+
+    class Meta:
+        managed = False
+        db_table = "ingest_ibnodestep"
+
+    def __str__(self) -> str:
+        return f"node {self.node_id} IB at {self.ts:%Y-%m-%d %H:%M:%S}"

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+from ingest import rollups
 from ingest.models import IbPort, IngestCursor, Job, Node, Pod, PodAssignment, XidEvent
 from ingest.store import GPU_TABLE, IB_TABLE, insert_rows
 
@@ -83,8 +84,11 @@ def write_gpu(rows: list[tuple]) -> int:
 
 
 def write_ib(rows: list[tuple]) -> int:
-    """Insert IbSample rows (partitions created as needed)."""
-    return insert_rows(IB_TABLE, rows)
+    """Insert IbSample rows (partitions created as needed) and their per-node step totals, as ingest does."""
+    written = insert_rows(IB_TABLE, rows)
+    if rows:
+        rollups.refresh_ib_node_steps(min(r[0] for r in rows), max(r[0] for r in rows))
+    return written
 
 
 def xid(node: Node, gpu: int, ts: float, code: int) -> XidEvent:

@@ -84,3 +84,41 @@ def test_node_rollups_are_partitioned_and_expire_with_the_other_rollups(settings
     dropped = partitions.drop_expired(now=T0 + timedelta(days=40))
     assert any(name.startswith("ingest_noderollup_p") for name in dropped)
     assert not NodeRollup.objects.exists()
+
+
+def test_ib_node_steps_total_every_port_of_a_node_per_step_and_follow_rewrites() -> None:
+    from ingest.models import IbNodeStep, IbPort
+    from ingest.store import IB_TABLE
+
+    seed()  # gpu-a: 2 ports at T0+30 s … T0+600 s, tx 1e9 + 2e9, rx 2e9 + 2e9 per step
+    steps = dict(IbNodeStep.objects.filter(node__name="gpu-a").values_list("ts", "bytes"))
+    assert steps == {T0 + timedelta(seconds=30 * s): 7e9 for s in range(1, 21)}
+    assert not IbNodeStep.objects.filter(node__name="gpu-b").exists()  # no IB ports
+
+    node_id = IbNodeStep.objects.filter(node__name="gpu-a").values_list("node_id", flat=True)[0]
+    port = IbPort.objects.create(node_id=node_id, device="mlx5_2", port=1)
+    late = T0 + timedelta(seconds=600)  # a third port reports at the last step, in a later cycle
+    row = (
+        late,
+        port.pk,
+        node_id,
+        5e8,
+        5e8,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        5e10,
+        4,
+        5,
+        0,
+    )
+    insert_rows(IB_TABLE, [row])
+    rollups.refresh("ib", late, late)
+    assert IbNodeStep.objects.get(node_id=node_id, ts=late).bytes == 8e9
+    assert IbNodeStep.objects.get(node_id=node_id, ts=late - timedelta(seconds=30)).bytes == 7e9
