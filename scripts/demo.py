@@ -165,7 +165,9 @@ def prepare_history(env: dict[str, str], nodes: int, hours: int, epoch: datetime
         hours_piece = f"{(stop - start).total_seconds() / 3600:.6f}"
         command = [PY, "manage.py", "simulate", "history", "--nodes", str(nodes)]
         command += ["--scenario", "demo", "--epoch", epoch.isoformat(), "--end", stop.isoformat()]
-        command += ["--hours", hours_piece, "--step", "60", "--out", str(history)]
+        # A sample every ingest step: counter rates are increases between consecutive steps,
+        # so a coarser history would read as alternating zero and double rates.
+        command += ["--hours", hours_piece, "--step", "30", "--out", str(history)]
         jobs.append((command, env, history, data))
     started = time.time()
     with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2))) as pool:
