@@ -43,6 +43,9 @@ def integration_faults(cluster: Cluster, epoch: datetime) -> list[Fault]:
         and r.admitted_at < start - 5700
         # checkpoint_stale fires after 3 usual intervals: they must fit the 50-minute stall.
         and 4 * r.period <= 2700
+        # and it needs 3 checkpoints (its cadence) stored before the stall: the history
+        # starts 2 h back, a run admitted late or with a long period may have only 2.
+        and checkpoints_between(r, start - HISTORY.total_seconds(), start - 4200) >= 4
     )
     node = list(big.nodes)
     inference = [n.name for n in cluster.nodes if n.home_pool == "inference"]
@@ -64,6 +67,16 @@ def integration_faults(cluster: Cluster, epoch: datetime) -> list[Fault]:
         Fault(k.RUN_CRASH, w(-80), run=big.name),
         Fault(k.CHECKPOINT_STALL, w(-70), w(-20), run=small.name),
     ]
+
+
+def checkpoints_between(run: object, start: float, end: float) -> int:
+    """How many checkpoints the simulated ``run`` completes in [start, end)."""
+    stamps = set()
+    for t in range(int(start), int(end), int(STEP)):
+        checkpoint = run.last_checkpoint(t)  # type: ignore[attr-defined]
+        if checkpoint is not None and start <= checkpoint.timestamp < end:
+            stamps.add(checkpoint.timestamp)
+    return len(stamps)
 
 
 def integration_cluster(epoch: datetime) -> Cluster:
