@@ -9,6 +9,8 @@ cached.
 
 The overview's 24 h utilization and a node's per-device columns (read by the
 node page and then by its JSON) are cached the same way, on their family's cursor.
+The whole overview is keyed on every cursor plus the alerts' change marker and a
+time tick (``overview_key``).
 
 ``warm`` (an ingest after-commit hook, wired in config) builds the 24-hour
 heatmaps of the families just committed (and the overview's utilization after a
@@ -17,16 +19,18 @@ GPU commit), so even the first viewer after a cycle reads Redis. Since the per-n
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
+from django.conf import settings
 from django.core.cache import cache
 
 from ingest.models import IngestCursor, Node
 
-from .. import summaries
+from .. import alerting, summaries
 from ..choices import IB_METRICS, HeatmapMetric, HeatmapSort
 from ..forms import TimeRange
 
@@ -69,6 +73,22 @@ def node_columns(node: Node, span: TimeRange) -> tuple[Columns, Columns]:
         lambda: summaries.node_ports(node, span.start, span.end, span.step),
     )
     return gpus, ports
+
+
+def overview_key(now: datetime) -> str | None:
+    """The overview's key: moves with every ingest commit, alert or silence change, and period.
+
+    The time part (DASHBOARD_OVERVIEW_REFRESH_SECONDS) bounds how stale what depends on
+    the clock alone can get (ingest lag, a node turning "missing" when ingest stops).
+    None (no caching) when the period is 0.
+    """
+    period = settings.DASHBOARD_OVERVIEW_REFRESH_SECONDS
+    if not period:
+        return None
+    cursors = IngestCursor.objects.order_by("family").values_list("family", "covered_until")
+    tick = int(now.timestamp() // period)
+    state = "|".join([str(tick), *map(str, cursors), alerting.change_marker()])
+    return "overview:" + hashlib.sha256(state.encode()).hexdigest()
 
 
 def heatmap_key(metric: str, sort: str, start: datetime, end: datetime, step: int) -> str | None:

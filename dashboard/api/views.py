@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from ingest import selectors
-from ingest.models import IngestCursor, Node
+from ingest.models import Node
 
 from .. import alerting, summaries
 from ..forms import HeatmapForm, NodeForm, RailsForm, first_error
 from . import serialize
-from .cache import cached, cursor_key, heatmap_key, node_columns
+from .cache import cached, cursor_key, heatmap_key, node_columns, overview_key
 from .registry import document
 
 
@@ -69,22 +67,6 @@ def utilization_block(start: datetime, end: datetime) -> dict[str, Any]:
     """The overview's 24 h utilization (a 150 k-row rollup aggregate), cached per GPU ingest cycle."""
     key = cursor_key("gpu", "overview-utilization", f"{start.timestamp():.0f}")
     return cached(key, lambda: serialize.utilization(summaries.utilization(start, end, 900)))
-
-
-def overview_key(now: datetime) -> str | None:
-    """Changes with every ingest commit, alert or silence change, and every refresh period.
-
-    The time part (DASHBOARD_OVERVIEW_REFRESH_SECONDS) bounds how stale what depends on
-    the clock alone can get (ingest lag, a node turning "missing" when ingest stops).
-    None (no caching) when the period is 0.
-    """
-    period = settings.DASHBOARD_OVERVIEW_REFRESH_SECONDS
-    if not period:
-        return None
-    cursors = IngestCursor.objects.order_by("family").values_list("family", "covered_until")
-    tick = int(now.timestamp() // period)
-    state = "|".join([str(tick), *map(str, cursors), alerting.change_marker()])
-    return "overview:" + hashlib.sha256(state.encode()).hexdigest()
 
 
 def overview_body() -> dict[str, Any]:
