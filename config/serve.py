@@ -24,6 +24,8 @@ import argparse
 import os
 import sys
 
+from config import env
+
 DEFAULT_WORKERS = 2
 WORKER_ENV = {"DATABASE_POOL_SIZE": "8", "MALLOC_ARENA_MAX": "2"}
 
@@ -48,12 +50,10 @@ def environment(base: dict[str, str] | None = None) -> dict[str, str]:
 
 def default_workers() -> int:
     """WEB_CONCURRENCY if set (a positive integer), else DEFAULT_WORKERS."""
-    raw = os.environ.get("WEB_CONCURRENCY", "")
-    if not raw:
-        return DEFAULT_WORKERS
-    if not raw.isdigit() or int(raw) < 1:
-        raise SystemExit(f"WEB_CONCURRENCY must be a positive integer, not {raw!r}")
-    return int(raw)
+    workers = env.env_int("WEB_CONCURRENCY", DEFAULT_WORKERS, minimum=1)
+    if env.ERRORS:
+        raise SystemExit("; ".join(env.ERRORS))
+    return workers
 
 
 def parser() -> argparse.ArgumentParser:
