@@ -62,21 +62,31 @@ def alerts_for_run(namespace: str, run: str, start: datetime, end: datetime) -> 
 
 
 def alert_counts_by_state() -> dict[str, int]:
-    """``{"firing", "pending", "resolved", "silenced", "inhibited"}``: silenced/inhibited count active alerts."""
+    """Alert rows per state, plus the firing ones that are muted (silenced or inhibited).
+
+    ``{"firing", "pending", "resolved", "firing_muted", "silenced", "inhibited"}``:
+    ``silenced`` / ``inhibited`` count active (pending or firing) alerts.
+    """
     counts = {state: 0 for state in ("firing", "pending", "resolved")}
-    for row in (
-        Alert.objects.exclude(state=AlertState.INACTIVE).values("state").annotate(n=Count("id"))
-    ):
+    # order_by() clears any ordering: an ORDER BY column joins the GROUP BY and splits the groups.
+    rows = Alert.objects.exclude(state=AlertState.INACTIVE).order_by().values("state")
+    for row in rows.annotate(n=Count("id")):
         counts[row["state"]] = row["n"]
-    muted = active_alerts().aggregate(silenced=Count("id", filter=Q(silenced=True)),
-                                      inhibited=Count("id", filter=Q(inhibited=True)))  # fmt: skip
-    return {**counts, **muted}
+    muted = Q(silenced=True) | Q(inhibited=True)
+    flags = active_alerts().aggregate(
+        firing_muted=Count("id", filter=Q(state=AlertState.FIRING) & muted),
+        silenced=Count("id", filter=Q(silenced=True)),
+        inhibited=Count("id", filter=Q(inhibited=True)),
+    )
+    return {**counts, **flags}
 
 
 def firing_counts_by_severity() -> dict[str, int]:
     """Firing alerts per severity (critical, warning, info), muted ones excluded."""
     counts = {"critical": 0, "warning": 0, "info": 0}
-    for row in firing_alerts(include_muted=False).values("severity").annotate(n=Count("id")):
+    # firing_alerts() is ordered by started_at: without order_by() each start time is its own group.
+    rows = firing_alerts(include_muted=False).order_by().values("severity")
+    for row in rows.annotate(n=Count("id")):
         counts[row["severity"]] = row["n"]
     return counts
 

@@ -38,6 +38,7 @@ def _row(alert: Any) -> dict[str, Any]:
         "severity": alert.severity,
         "state": alert.state,
         "silenced": alert.silenced,
+        "muted": alert.silenced or alert.inhibited,
         "node": alert.node or labels.get("node") or "",
         "namespace": labels.get("namespace") or "",
         "job": labels.get("run") or "",
@@ -48,7 +49,8 @@ def _row(alert: Any) -> dict[str, Any]:
 
 
 def _matches(alert: Any, state: str | None, severity: str | None, search: str | None) -> bool:
-    if state in ("firing", "silenced") and alert.silenced != (state == "silenced"):
+    muted = alert.silenced or alert.inhibited
+    if state in ("firing", "silenced") and muted != (state == "silenced"):
         return False
     if severity and alert.severity != severity:
         return False
@@ -64,7 +66,11 @@ def alerts(
     search: str | None = None,
     limit: int = 500,
 ) -> list[dict[str, Any]]:
-    """Alerts matching the filters, newest first (``state="silenced"``: firing but silenced)."""
+    """Alerts matching the filters, newest first.
+
+    ``state="firing"``: firing and neither silenced nor inhibited; ``state="silenced"``:
+    firing but muted (silenced or inhibited) — the same split ``counts`` counts.
+    """
     selectors = _selectors()
     if selectors is None:
         return []
@@ -113,14 +119,18 @@ def for_node(node: str, limit: int = 100) -> list[dict[str, Any]]:
 
 
 def counts() -> dict[str, int]:
-    """Alerts per state: firing (neither silenced nor inhibited), pending, silenced, resolved."""
+    """Alert rows per tab of the alerts page, counted as ``alerts(state=…)`` lists them.
+
+    firing: firing, neither silenced nor inhibited; silenced: firing and muted;
+    pending and resolved: every row in that state.
+    """
     selectors = _selectors()
     if selectors is None:
         return dict.fromkeys(STATES, 0)
     by_state = selectors.alert_counts_by_state()
     return {
-        "firing": sum(selectors.firing_counts_by_severity().values()),
+        "firing": by_state["firing"] - by_state["firing_muted"],
         "pending": by_state["pending"],
-        "silenced": by_state["silenced"],
+        "silenced": by_state["firing_muted"],
         "resolved": by_state["resolved"],
     }
