@@ -121,7 +121,7 @@ class AlertEventInline(admin.TabularInline):
 class AlertAdmin(admin.ModelAdmin):
     """Alert history: read-only; state is owned by the rules engine."""
 
-    list_display = ("rule", "state", "severity", "node", "summary", "pending_since", "started_at", "resolved_at",
+    list_display = ("rule", "state", "severity", "node", "summary", "pending_since", "firing_at", "resolved_at",
                     "silenced", "inhibited")  # fmt: skip
     list_filter = ("state", "severity", "rule", "silenced", "inhibited")
     search_fields = ("node", "summary", "fingerprint")

@@ -154,7 +154,7 @@ class Tracked(NamedTuple):
 
     state: str
     pending_since: float
-    started_at: float | None
+    firing_at: float | None
     last_match_at: float
 
 

@@ -18,7 +18,7 @@ from .silences import matches_all, parse_matchers
 
 def firing_alerts(*, include_muted: bool = True) -> QuerySet[Alert]:
     """Alerts firing now, newest first; ``include_muted=False`` drops silenced and inhibited ones."""
-    qs = Alert.objects.filter(state=AlertState.FIRING).order_by("-started_at")
+    qs = Alert.objects.filter(state=AlertState.FIRING).order_by("-firing_at")
     return qs if include_muted else qs.filter(silenced=False, inhibited=False)
 
 
@@ -84,7 +84,7 @@ def alert_counts_by_state() -> dict[str, int]:
 def firing_counts_by_severity() -> dict[str, int]:
     """Firing alerts per severity (critical, warning, info), muted ones excluded."""
     counts = {"critical": 0, "warning": 0, "info": 0}
-    # firing_alerts() is ordered by started_at: without order_by() each start time is its own group.
+    # firing_alerts() is ordered by firing_at: without order_by() each start time is its own group.
     rows = firing_alerts(include_muted=False).order_by().values("severity")
     for row in rows.annotate(n=Count("id")):
         counts[row["severity"]] = row["n"]
@@ -98,7 +98,7 @@ def alert_history(alert_id: int) -> list[AlertEvent]:
 
 def last_evaluation() -> Evaluation | None:
     """The most recent evaluation (when, how long, what changed), if any."""
-    return Evaluation.objects.order_by("-started_at").first()
+    return Evaluation.objects.order_by("-firing_at").first()
 
 
 def silences(*, include_expired: bool = True) -> list[Silence]:
@@ -124,7 +124,8 @@ def serialize_alert(alert: Alert) -> dict[str, Any]:
         "severity": alert.severity,
         "labels": alert.labels,
         "node": alert.node or None,
-        "started_at": (alert.started_at or alert.pending_since).isoformat(),
+        "started_at": alert.pending_since.isoformat(),
+        "firing_at": alert.firing_at.isoformat() if alert.firing_at else None,
         "resolved_at": alert.resolved_at.isoformat() if alert.resolved_at else None,
         "value": alert.value,
         "summary": alert.summary,

@@ -50,7 +50,7 @@ ALERT_FIELDS = [
     "context",
     "summary",
     "pending_since",
-    "started_at",
+    "firing_at",
     "last_match_at",
     "resolved_at",
     "silenced",
@@ -279,7 +279,7 @@ def _tracked(alert: Alert) -> Tracked:
     return Tracked(
         alert.state,
         alert.pending_since.timestamp(),
-        alert.started_at.timestamp() if alert.started_at else None,
+        alert.firing_at.timestamp() if alert.firing_at else None,
         alert.last_match_at.timestamp(),
     )
 
@@ -324,7 +324,7 @@ def _open(fp: str, finding: Finding, decision: Decision, rs: RuleSettings, wall:
         context=finding.detail.context,
         summary=finding.detail.summary[:500],
         pending_since=to_dt(finding.since),
-        started_at=to_dt(finding.fired_at)
+        firing_at=to_dt(finding.fired_at)
         if decision.target == AlertState.FIRING and finding.fired_at
         else None,
         last_match_at=to_dt(decision.last_match_at or finding.until),
@@ -365,7 +365,7 @@ def _update(
         alert.value, alert.context, alert.summary, alert.severity, alert.labels = latest
     if starts_firing:
         alert.state = AlertState.FIRING
-        alert.started_at = to_dt(
+        alert.firing_at = to_dt(
             finding.fired_at if finding and finding.fired_at else wall.timestamp()
         )
         events.append(

@@ -42,7 +42,8 @@ def _row(alert: Any) -> dict[str, Any]:
         "node": alert.node or labels.get("node") or "",
         "namespace": labels.get("namespace") or "",
         "job": labels.get("run") or "",
-        "since": alert.started_at or alert.pending_since,
+        "since": alert.pending_since,
+        "alerting_since": alert.firing_at,
         "until": alert.resolved_at,
         "summary": alert.summary,
     }

@@ -197,7 +197,11 @@ class Alert(models.Model):
     pending_since = models.DateTimeField(
         help_text="When the condition started holding (Prometheus activeAt)."
     )
-    started_at = models.DateTimeField(null=True, blank=True, help_text="When it started firing.")
+    firing_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When it started firing (pending_since + for); pending_since is when it began.",
+    )
     last_match_at = models.DateTimeField(help_text="The last time the condition held in the data.")
     resolved_at = models.DateTimeField(null=True, blank=True)
     silenced = models.BooleanField(default=False)

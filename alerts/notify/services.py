@@ -69,7 +69,7 @@ def alert_view(alert: Alert, external_url: str) -> AlertView:
         severity=alert.severity,
         labels=labels,
         annotations=annotations(alert, external_url),
-        starts_at=alert.started_at or alert.pending_since,
+        starts_at=alert.firing_at or alert.pending_since,
         ends_at=alert.resolved_at,
         generator_url=page_url(external_url, ALERT_PATH, id=alert.id),
         muted=alert.silenced or alert.inhibited,

@@ -51,7 +51,7 @@ def _span(row: Any) -> AlertSpan:
         node=str(_get(row, "node") or ""),
         severity=str(_get(row, "severity") or ""),
         state=str(_get(row, "state") or ""),
-        start=_get(row, "started_at", "since", "pending_since", "start"),
+        start=_get(row, "pending_since", "since", "start"),
         end=_get(row, "resolved_at", "until", "end"),
         summary=str(_get(row, "summary") or ""),
     )
@@ -59,12 +59,13 @@ def _span(row: Any) -> AlertSpan:
 
 def _from_table(nodes: Sequence[str], start: datetime, end: datetime) -> list[AlertSpan]:
     try:
-        from alerts.models import Alert
+        from alerts.models import Alert, AlertState
     except ImportError:
         return []
     rows = (
         Alert.objects.filter(node__in=list(nodes), pending_since__lte=end)
         .exclude(resolved_at__lt=start)
+        .exclude(state=AlertState.INACTIVE)  # a pending blip that never fired is not an alert bar
         .order_by("pending_since")[:500]
     )
     return [_span(row) for row in rows]

@@ -39,7 +39,7 @@ def make_alert(
         context={"symbol_errors_per_hour": 130},
         summary=f"{node}: 130 symbol errors/hour",
         pending_since=STARTED - timedelta(minutes=1),
-        started_at=STARTED,
+        firing_at=STARTED,
         last_match_at=T0,
         resolved_at=T0 if state == "resolved" else None,
         **flags,

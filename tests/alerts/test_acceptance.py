@@ -189,4 +189,4 @@ def test_first_evaluation_after_a_restart_fires_what_already_held(ingested) -> N
     evaluate(now=at)
     drift = Alert.objects.get(rule="gpu_tensor_drift", node=f.nodes[0])
     assert drift.state == "firing"
-    assert start <= drift.started_at.timestamp() - 600 <= start + 60
+    assert start <= drift.firing_at.timestamp() - 600 <= start + 60

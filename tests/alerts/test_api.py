@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 from django.test import Client
@@ -18,7 +19,7 @@ NOW = timezone.now().replace(microsecond=0)
 def alert(**fields: object) -> Alert:
     values = dict(rule="gpu_xid", fingerprint="f" * 64, labels={"alertname": "gpu_xid", "node": "gpu-001", "gpu": "2"},
                   node="gpu-001", severity="critical", state="firing", value=79.0, summary="XID 79 on gpu-001 GPU 2",
-                  pending_since=NOW, started_at=NOW, last_match_at=NOW)  # fmt: skip
+                  pending_since=NOW - timedelta(minutes=10), firing_at=NOW, last_match_at=NOW)  # fmt: skip
     return Alert.objects.create(**{**values, **fields})
 
 
@@ -42,7 +43,8 @@ def test_alerts_are_listed_with_their_fields(logged_in_client: Client) -> None:
     assert body == {"alerts": [{
         "id": firing.pk, "rule": "gpu_xid", "state": "firing", "severity": "critical",
         "labels": {"alertname": "gpu_xid", "node": "gpu-001", "gpu": "2"}, "node": "gpu-001",
-        "started_at": NOW.isoformat(), "resolved_at": None, "value": 79.0, "summary": "XID 79 on gpu-001 GPU 2",
+        "started_at": (NOW - timedelta(minutes=10)).isoformat(), "firing_at": NOW.isoformat(),
+        "resolved_at": None, "value": 79.0, "summary": "XID 79 on gpu-001 GPU 2",
         "silenced": False, "inhibited": False,
     }]}  # fmt: skip
     assert [

@@ -39,7 +39,7 @@ def alerts() -> list[Alert]:
         alert = make_alert(
             node, severity=severity, state=state, silenced=silenced, inhibited=inhibited
         )
-        Alert.objects.filter(pk=alert.pk).update(started_at=STARTED + timedelta(minutes=minute))
+        Alert.objects.filter(pk=alert.pk).update(firing_at=STARTED + timedelta(minutes=minute))
         rows.append(alert)
     return rows
 

@@ -54,7 +54,7 @@ def test_drift_sustained_in_stored_data_fires_at_the_first_evaluation(cluster: d
     assert alert.labels == {"alertname": "gpu_tensor_drift", "severity": "critical", "node": "gpu-001", "gpu": "3",
                             "namespace": "train", "run": "llama"}  # fmt: skip
     assert alert.pending_since == seed.dt(NOW - 720)
-    assert alert.started_at == seed.dt(NOW - 120)
+    assert alert.firing_at == seed.dt(NOW - 120)
     assert alert.value == 0.003
     assert alert.context["pod"] == "llama-0" and alert.context["power"] == 72.0
     assert (result.firing, result.changes) == (1, 1)
@@ -69,12 +69,12 @@ def test_pending_then_firing_then_resolved_is_one_alert_with_its_history(cluster
     seed.cover(NOW - 1500)
     evaluate(now=NOW - 1500)
     alert = Alert.objects.get()
-    assert (alert.state, alert.started_at) == ("pending", None)
+    assert (alert.state, alert.firing_at) == ("pending", None)
     seed.write_gpu(seed.gpu_rows(node, NOW - 1470, NOW - 1140, **drift(NOW - 1800, NOW - 900)))
     seed.cover(NOW - 1140)
     evaluate(now=NOW - 1140)
     alert.refresh_from_db()
-    assert (alert.state, alert.started_at) == ("firing", seed.dt(NOW - 1200))
+    assert (alert.state, alert.firing_at) == ("firing", seed.dt(NOW - 1200))
     seed.write_gpu(seed.gpu_rows(node, NOW - 1110, NOW, **drift(NOW - 1800, NOW - 900)))
     seed.cover(NOW)
     evaluate(now=NOW)
@@ -118,7 +118,7 @@ def test_a_port_that_left_active_and_came_back_is_a_link_flap_one_still_down_is_
         {"alertname": "ib_link_flap", "severity": "critical", "node": "gpu-001", "device": "mlx5_0",
          "port": "1"},
     )  # fmt: skip
-    assert (flap.pending_since, flap.started_at) == (seed.dt(NOW - 510), seed.dt(NOW - 510))
+    assert (flap.pending_since, flap.firing_at) == (seed.dt(NOW - 510), seed.dt(NOW - 510))
     assert flap.context == {"flaps": [[iso(NOW - 510), "state left active and returned"]]}
 
 

@@ -261,7 +261,7 @@ def test_overview_is_cached_until_an_ingest_commit_or_an_alert_change(
     Alert.objects.create(
         fingerprint="f" * 64, rule="gpu_xid", state=AlertState.FIRING, severity="critical",
         labels={"node": cluster.nodes[0]}, node=cluster.nodes[0], pending_since=now,
-        started_at=now, last_match_at=now, summary="XID 79",
+        firing_at=now, last_match_at=now, summary="XID 79",
     )  # fmt: skip
     firing = logged_in_client.get("/api/v1/overview").json()["alerts"]["firing"]
     assert [(a["name"], a["node"]) for a in firing] == [("gpu_xid", cluster.nodes[0])]

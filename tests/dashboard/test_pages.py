@@ -22,7 +22,7 @@ def make_alert(
     return Alert.objects.create(
         rule="gpu_tensor_drift", fingerprint=f"fp-{node}-{state}", labels={"node": node, "run": "<b>run</b>",
         "namespace": "ml"}, node=node, severity=severity, state=state, pending_since=now - timedelta(minutes=20),
-        started_at=now - timedelta(minutes=15), last_match_at=now, silenced=silenced, summary=f"drift on {node}",
+        firing_at=now - timedelta(minutes=15), last_match_at=now, silenced=silenced, summary=f"drift on {node}",
     )  # fmt: skip
 
 
