@@ -130,7 +130,9 @@ def fetch(
     def window(dataset: str, family: str) -> list[float]:
         end = data.as_of_family(family)
         behind = end - (previous or {}).get(family, end)
-        return [end - need[dataset] - min(max(0.0, behind), cap), end]
+        start = end - need[dataset] - min(max(0.0, behind), cap)
+        data.window_starts[dataset] = min(start, data.window_starts.get(dataset, start))
+        return [start, end]
 
     filters = prefilters(rule_settings)
     if need.keys() & set(GPU_DATASETS):

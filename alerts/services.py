@@ -38,6 +38,7 @@ from .muting import apply_muting, end_until_resolved_silences
 from .rules import REGISTRY, RuleConfigError, RuleSettings, settings_for
 from .rules.data import EvaluationData
 from .silences import purge_expired
+from .since import walk_back
 
 log = logging.getLogger(__name__)
 EVALUATION_LOCK_KEY = 0x1C57_A1E7
@@ -175,8 +176,12 @@ def evaluate(trigger: str = "manual", now: float | None = None) -> EvaluationRes
         findings, timings["rules"] = compute_findings(data, rule_settings)
         timings["compute"] = time.perf_counter() - mark
         mark = time.perf_counter()
+        active = {a.fingerprint: a for a in Alert.objects.filter(state__in=ACTIVE_STATES)}
+        walk_back(findings, set(active), rule_settings, data, fingerprint, previous=last or {})
+        timings["since"] = time.perf_counter() - mark
+        mark = time.perf_counter()
         wall = timezone.now()
-        result = _apply(findings, rule_settings, data, wall)
+        result = _apply(findings, active, rule_settings, data, wall)
         timings["write"] = time.perf_counter() - mark
         timings["total"] = time.perf_counter() - started
         result.timings = timings
@@ -219,12 +224,13 @@ def _rounded(timings: dict[str, Any]) -> dict[str, Any]:
 
 def _apply(
     findings: dict[str, Finding],
+    active: dict[str, Alert],
     rule_settings: dict[str, RuleSettings],
     data: EvaluationData,
     wall: datetime,
 ) -> EvaluationResult:
-    """Lifecycle, inhibition and silences in the database; one bulk write each."""
-    active = {a.fingerprint: a for a in Alert.objects.filter(state__in=ACTIVE_STATES)}
+    """Lifecycle, inhibition and silences in the database (``active``: the stored active alerts
+    by fingerprint); one bulk write each."""
     events: list[AlertEvent] = []
     changed: dict[int, Alert] = {}  # rows to write whole
     moved: dict[int, Alert] = {}  # rows whose only change is a later last_match_at

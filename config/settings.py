@@ -136,6 +136,14 @@ ALERTS_MAX_SAMPLE_GAP_SECONDS = env.env_int(
     "ALERTS_MAX_SAMPLE_GAP_SECONDS", 3 * INGEST_STEP_SECONDS, minimum=1
 )
 ALERTS_MAX_CATCHUP_SECONDS = env.env_int("ALERTS_MAX_CATCHUP_SECONDS", 3600, minimum=0)
+# A new alert whose condition already held at its look-back's start: how far back its real start
+# is searched (first span, growing x4, up to the maximum; alerts.since). 0 turns the walk-back off.
+ALERTS_SINCE_FIRST_WALKBACK_SECONDS = env.env_int(
+    "ALERTS_SINCE_FIRST_WALKBACK_SECONDS", 3600, minimum=0
+)
+ALERTS_SINCE_MAX_WALKBACK_SECONDS = env.env_int(
+    "ALERTS_SINCE_MAX_WALKBACK_SECONDS", 2 * 86400, minimum=0
+)
 ALERTS_SILENCE_RETENTION_SECONDS = env.env_int(
     "ALERTS_SILENCE_RETENTION_SECONDS", 5 * 86400, minimum=0
 )

@@ -171,6 +171,9 @@ class EvaluationData:
     # Newest IB sample of the nodes with a non-active port sample; None → from the sample times.
     ib_last: dict[str, float] | None = None
     cursors: list[FamilyCursor] = field(default_factory=list)
+    # Data time each windowed dataset starts at (``alerts.inputs.fetch``): where a condition that
+    # already held at the first point was cut off by the look-back (``alerts.since``).
+    window_starts: dict[str, float] = field(default_factory=dict)
     # Filled while rules run, for rules derived from others (ib_switch_fault).
     current: dict[str, list[Any]] = field(default_factory=dict)
     # node_sample_times per family, derived once: several rules read it.

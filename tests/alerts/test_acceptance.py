@@ -14,6 +14,8 @@ minutes than live scraping would need.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 
 from alerts.models import Alert, Evaluation
@@ -190,3 +192,67 @@ def test_first_evaluation_after_a_restart_fires_what_already_held(ingested) -> N
     drift = Alert.objects.get(rule="gpu_tensor_drift", node=f.nodes[0])
     assert drift.state == "firing"
     assert start <= drift.firing_at.timestamp() - 600 <= start + 60
+
+
+# (rule, fault kind, scope labels of its alert, seconds after the fault's start the condition begins
+# at most). Each fault lasts 30 min, longer than the rule's look-back, so an evaluation near its end
+# sees the condition hold from the first point of its window.
+SUSTAINED = [
+    ("gpu_tensor_drift", FaultKind.TENSOR_DRIFT, lambda f: {"node": f.nodes[0], "gpu": str(f.gpus[0])}, 60),
+    ("ib_straggler", FaultKind.IB_STRAGGLER, lambda f: {"node": f.nodes[0]}, 60),
+    ("ib_congestion", FaultKind.IB_CONGESTION, lambda f: {"node": f.nodes[0], "device": "mlx5_0"}, 60),
+    ("kueue_queue_stalled", FaultKind.KUEUE_STALL, lambda f: {"cluster_queue": f.queue}, 960),
+    ("checkpoint_stale", FaultKind.CHECKPOINT_STALL, lambda f: {"run": f.run}, 2700),
+    ("node_metrics_missing", FaultKind.NODE_DOWN, lambda f: {"node": f.nodes[0]}, LOOKBACK_DELTA + 180 + 60),
+]  # fmt: skip
+
+
+def _fresh_evaluation_at(at: float) -> None:
+    Alert.objects.all().delete()  # a first install over backfilled history: no state at all
+    Evaluation.objects.all().delete()
+    seed.cover(at, families=("gpu", "ib", "kueue", "runs", "checkpoints", "cluster", "topology"))
+    evaluate(now=at)
+
+
+@pytest.mark.parametrize(
+    ("rule", "kind", "scope", "within"), SUSTAINED, ids=[s[0] for s in SUSTAINED]
+)
+def test_an_alert_older_than_its_look_back_starts_where_its_condition_began(
+    ingested,  # noqa: ANN001, F811
+    rule: str,
+    kind: str,
+    scope,  # noqa: ANN001
+    within: float,
+) -> None:
+    from alerts.backtest import backtest
+
+    f = fault(ingested, kind)
+    start, end = span(f)
+    at = end - 90
+    _fresh_evaluation_at(at)
+    labels = scope(f)
+    found = [a for a in Alert.objects.filter(rule=rule) if labels.items() <= a.labels.items()]
+    assert len(found) == 1, [a.labels for a in Alert.objects.filter(rule=rule)]
+    alert = found[0]
+    replayed = [
+        fired for fired in backtest(rule, at - ingested.start, now=at).fired
+        if labels.items() <= fired.labels.items()
+    ]  # fmt: skip
+    assert [fired.since for fired in replayed] == [alert.pending_since.timestamp()]
+    assert start <= alert.pending_since.timestamp() <= start + within
+    if rule == "gpu_tensor_drift":  # the summary's "for 28m" is measured from the same start
+        held = alert.context["held_seconds"]
+        at_point = datetime.fromisoformat(alert.context["at"].replace("Z", "+00:00")).timestamp()
+        assert alert.pending_since.timestamp() + held == at_point
+        assert alert.summary.endswith(
+            f"for {held // 60:.0f}m (run {alert.labels['namespace']}/{alert.labels['run']})"
+        )
+
+
+def test_without_the_walk_back_the_look_back_would_cut_the_start(ingested, settings) -> None:  # noqa: ANN001, F811
+    f = fault(ingested, FaultKind.TENSOR_DRIFT)
+    start, end = span(f)
+    settings.ALERTS_SINCE_FIRST_WALKBACK_SECONDS = 0
+    _fresh_evaluation_at(end - 90)
+    drift = Alert.objects.get(rule="gpu_tensor_drift", node=f.nodes[0], labels__gpu=str(f.gpus[0]))
+    assert drift.pending_since.timestamp() > start + 600
