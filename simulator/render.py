@@ -20,13 +20,13 @@ class Renderer:
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
-        self.options = cluster.spec.exporters
+        self.options = dcgm.resolved_options(cluster.spec.exporters, cluster.spec.faults)
         self.gpus = GpuModel(cluster)
         self.ports = PortModel(cluster)
         self.queues = QueueModel(cluster)
         self.targets = all_targets(cluster.spec, [n.name for n in cluster.nodes])
         self.by_path = {t.path: t for t in self.targets}
-        self._gpu_labels: dict[tuple[int, str | None], list[str]] = {}
+        self._gpu_labels: dict[tuple[int, str | None], list[list[dcgm.Entity]]] = {}
         self.lock = threading.Lock()
 
     def is_up(self, target: Target, t: float) -> bool:
