@@ -4,15 +4,29 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('ingest', '0008_ibnodestep'),
+        ("ingest", "0008_ibnodestep"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='runevent',
-            name='kind',
-            field=models.CharField(choices=[('started', 'Started'), ('restart', 'Pod restart (crash)'), ('failed', 'Failed'), ('succeeded', 'Succeeded'), ('evicted', 'Evicted'), ('preempted', 'Preempted'), ('node_lost', 'Node lost'), ('node_shutdown', 'Node shutdown'), ('rejected', 'Rejected by the kubelet'), ('gated', 'Scheduling gated'), ('pod_reason', 'Other pod status reason')], max_length=16),
+            model_name="runevent",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("started", "Started"),
+                    ("restart", "Pod restart (crash)"),
+                    ("failed", "Failed"),
+                    ("succeeded", "Succeeded"),
+                    ("evicted", "Evicted"),
+                    ("preempted", "Preempted"),
+                    ("node_lost", "Node lost"),
+                    ("node_shutdown", "Node shutdown"),
+                    ("rejected", "Rejected by the kubelet"),
+                    ("gated", "Scheduling gated"),
+                    ("pod_reason", "Other pod status reason"),
+                ],
+                max_length=16,
+            ),
         ),
     ]
