@@ -58,7 +58,9 @@ class Renderer:
         elif target.dialect == Dialect.TREYDOCK:
             treydock.render(cluster.topology, self._fabric(t), lines)
         elif target.dialect == Dialect.KSM:
-            ksm.render([cluster.state(n, t) for n in cluster.nodes], lines)
+            ksm.render(
+                [cluster.state(n, t) for n in cluster.nodes], lines, self.options.ksm_reason_zeros
+            )
         elif target.dialect == Dialect.KUEUE:
             kueue.render([self.queues.status(q, t) for q in self.queues.queues()], lines)
         elif target.dialect == Dialect.CHECKPOINTS:

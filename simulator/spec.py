@@ -47,6 +47,8 @@ class ExporterOptions:
     # MIG: each GPU is split into this many instances of this profile (GPU_I_PROFILE / GPU_I_ID).
     dcgm_mig_profile: str = ""
     dcgm_mig_instances: int = 0
+    # kube-state-metrics up to v2.19 emits every kube_pod_status_reason with 0/1; v2.20 only the set one.
+    ksm_reason_zeros: bool = False
 
 
 def default_epoch() -> datetime:
