@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .models import Family
+from .queries import DCGM_LEGACY_NAMES
 
 GPU_LABELS = ("Hostname", "hostname", "node")
 NODE_LABELS = ("node", "instance")
@@ -64,12 +65,10 @@ OFF_BY_DEFAULT_FIX = (
 
 
 def legacy_dcgm_name(name: str) -> str:
-    """The dcgm-exporter 1.x name of a field (dcgm_gpu_utilization, dcgm_fi_prof_…)."""
-    if "_PROF_" in name:
-        return name.lower()
-    if name == "DCGM_FI_DEV_GPU_UTIL":
-        return "dcgm_gpu_utilization"
-    return "dcgm_" + name.removeprefix("DCGM_FI_DEV_").lower()
+    """The dcgm-exporter 1.x name of a field (``queries.DCGM_LEGACY_NAMES``, else lowercased)."""
+    return DCGM_LEGACY_NAMES.get(name) or (
+        name.lower() if "_PROF_" in name else "dcgm_" + name.removeprefix("DCGM_FI_DEV_").lower()
+    )
 
 
 def _dcgm(names: dict[str, bool], legacy: bool) -> tuple[MetricSpec, ...]:

@@ -11,6 +11,9 @@ from __future__ import annotations
 # ``instance``; ``max by`` collapses duplicate targets and drops pod labels.
 # Counters are fetched as raw values at each step: ingest computes the exact
 # increase over the step itself (resets, 32-bit saturation) from consecutive values.
+# Names: NVIDIA/dcgm-exporter etc/default-counters.csv and etc/1.x-compatibility-metrics.csv,
+# go-dcgm pkg/dcgm/const_fields.go ``legacyDCGMFields`` (which 1.x names the exporter
+# accepts); docs/dcgm.md lists every default field and what ingest does with it.
 _DCGM_CURRENT = {
     "util": "DCGM_FI_DEV_GPU_UTIL",
     "tensor": "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
@@ -18,6 +21,7 @@ _DCGM_CURRENT = {
     "dram": "DCGM_FI_PROF_DRAM_ACTIVE",
     "power": "DCGM_FI_DEV_POWER_USAGE",
     "temp": "DCGM_FI_DEV_GPU_TEMP",
+    # Typed counter by dcgm-exporter, but DCGM publishes a rate (MB/s): read as a gauge.
     "nvlink_bw": "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
     "nvlink_tx": "DCGM_FI_PROF_NVLINK_TX_BYTES",
     "nvlink_rx": "DCGM_FI_PROF_NVLINK_RX_BYTES",
@@ -27,6 +31,8 @@ _DCGM_CURRENT = {
     "nvlink_recovery": "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
     "xid": "DCGM_FI_DEV_XID_ERRORS",
 }
+#: ``-o`` (DCGM_EXPORTER_USE_OLD_NAMESPACE) with the 1.x CSV. The PROF NVLink byte fields
+#: have no 1.x name (the exporter refuses them), so the legacy dialect has no such column.
 _DCGM_LEGACY = {
     "util": "dcgm_gpu_utilization",
     "tensor": "dcgm_fi_prof_pipe_tensor_active",
@@ -35,20 +41,24 @@ _DCGM_LEGACY = {
     "power": "dcgm_power_usage",
     "temp": "dcgm_gpu_temp",
     "nvlink_bw": "dcgm_nvlink_bandwidth_total",
-    "nvlink_tx": "dcgm_fi_prof_nvlink_tx_bytes",
-    "nvlink_rx": "dcgm_fi_prof_nvlink_rx_bytes",
-    "nvlink_crc_flit": "dcgm_nvlink_crc_flit_error_count_total",
-    "nvlink_crc_data": "dcgm_nvlink_crc_data_error_count_total",
+    "nvlink_crc_flit": "dcgm_nvlink_flit_crc_error_count_total",
+    "nvlink_crc_data": "dcgm_nvlink_data_crc_error_count_total",
     "nvlink_replay": "dcgm_nvlink_replay_error_count_total",
     "nvlink_recovery": "dcgm_nvlink_recovery_error_count_total",
     "xid": "dcgm_xid_errors",
 }
 #: Metric names that identify each dialect (dialect detection and coverage).
 DCGM_MARKERS = {"current": _DCGM_CURRENT["util"], "legacy": _DCGM_LEGACY["util"]}
+#: Current field name → its 1.x name, for the fields both dialects have.
+DCGM_LEGACY_NAMES = {_DCGM_CURRENT[column]: legacy for column, legacy in _DCGM_LEGACY.items()}
+#: The label dcgm-exporter puts the GPU's product name in (``modelName`` in both dialects).
+DCGM_MODEL_LABEL = "modelName"
 
 
 def _per_gpu(names: dict[str, str]) -> dict[str, str]:
     queries = {col: f"max by ({{by}}, gpu) ({metric})" for col, metric in names.items()}
+    # The util series also keep modelName: it names each node's GPU model, no extra query.
+    queries["util"] = f"max by ({{by}}, gpu, {DCGM_MODEL_LABEL}) ({names['util']})"
     # The XID message label (newer dcgm-exporter) is kept to name the event.
     queries["xid"] = f"max by ({{by}}, gpu, err_msg) ({names['xid']})"
     return queries

@@ -30,8 +30,23 @@ _EVENT_OF_STATE = {
     Job.State.SUCCEEDED: RunEvent.Kind.SUCCEEDED,
     Job.State.FAILED: RunEvent.Kind.FAILED,
 }
-_EVENT_OF_REASON = {"Evicted": RunEvent.Kind.EVICTED, "Preempted": RunEvent.Kind.PREEMPTED,
-                    "Preempting": RunEvent.Kind.PREEMPTED}  # fmt: skip
+#: Every ``reason`` kube_pod_status_reason emits → the run event it makes. The list is
+#: kube-state-metrics' ``podStatusReasons`` (internal/store/pod.go, v2.19.0 and v2.20.0;
+#: v2.13-v2.18 emit the first five without the Scheduler/Kubelet/Gated ones) plus "Other",
+#: which v2.20.0 reports for an unlisted ``pod.status.reason``. A reason matches the pod's
+#: status reason, a condition's reason (DisruptionTarget: PreemptionByScheduler,
+#: TerminationByKubelet; PodScheduled: SchedulingGated) or a container's terminated reason.
+EVENT_OF_POD_REASON = {
+    "Evicted": RunEvent.Kind.EVICTED,  # kubelet node-pressure eviction
+    "TerminationByKubelet": RunEvent.Kind.EVICTED,  # kubelet: node pressure / graceful shutdown
+    "PreemptionByScheduler": RunEvent.Kind.PREEMPTED,
+    "NodeLost": RunEvent.Kind.NODE_LOST,
+    "Shutdown": RunEvent.Kind.NODE_SHUTDOWN,  # graceful node shutdown
+    "UnexpectedAdmissionError": RunEvent.Kind.REJECTED,  # kubelet admission (device plugin, ...)
+    "NodeAffinity": RunEvent.Kind.REJECTED,  # kubelet admission: affinity no longer matches
+    "SchedulingGated": RunEvent.Kind.GATED,
+    "Other": RunEvent.Kind.POD_REASON,
+}
 
 
 def job_state(phases: Iterable[str]) -> str:
@@ -176,9 +191,10 @@ def _count_at(item: Series, ts: float) -> int:
 
 
 def add_reasons(data: RunsData, series: list[Series], start: float, step: float) -> None:
-    """Evicted / preempted pods (kube_pod_status_reason) as events at the first step seen."""
+    """Each pod status reason (kube_pod_status_reason == 1) as an event at the first step seen;
+    the detail is the reason as KSM names it."""
     for item in series:
-        key, kind = _key(item), _EVENT_OF_REASON.get(item.labels.get("reason", ""))
+        key, kind = _key(item), EVENT_OF_POD_REASON.get(item.labels.get("reason", ""))
         if key not in data.pods or kind is None:
             continue
         stamps = [ts for ts, _ in item.points]

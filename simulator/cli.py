@@ -36,8 +36,20 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dcgm-legacy", action="store_true", help="dcgm-exporter 1.x names")
     parser.add_argument("--no-dcgm-profiling", action="store_true", help="drop DCGM_FI_PROF_*")
     parser.add_argument("--no-dcgm-pod-labels", action="store_true")
-    parser.add_argument("--dcgm-xid-labels", action="store_true", help="err_code/err_msg on XID")
+    parser.add_argument(
+        "--no-dcgm-xid-labels", action="store_true", help="no err_code/err_msg (before 3.3.6-3.4.2)"
+    )
+    parser.add_argument("--dcgm-pod-uid", action="store_true", help="--kubernetes-enable-pod-uid")
+    parser.add_argument("--dcgm-mig", default="", help="MIG profile x instances, e.g. 3g.40gb:2")
     parser.add_argument("--hostile-label", help="e.g. '<script>alert(1)</script>'")
+
+
+def _mig(value: str) -> dict[str, object]:
+    """``--dcgm-mig 3g.40gb:2`` → the MIG options (profile, instances per GPU)."""
+    if not value:
+        return {}
+    profile, _, count = value.partition(":")
+    return {"dcgm_mig_profile": profile, "dcgm_mig_instances": int(count or 1)}
 
 
 def build_cluster(options: dict[str, object], epoch: datetime) -> Cluster:
@@ -52,7 +64,9 @@ def build_cluster(options: dict[str, object], epoch: datetime) -> Cluster:
         dcgm_legacy=bool(options["dcgm_legacy"]),
         dcgm_profiling=not options["no_dcgm_profiling"],
         dcgm_pod_labels=not options["no_dcgm_pod_labels"],
-        dcgm_xid_labels=bool(options["dcgm_xid_labels"]),
+        dcgm_xid_labels=not options.get("no_dcgm_xid_labels"),
+        dcgm_pod_uid=bool(options.get("dcgm_pod_uid")),
+        **_mig(str(options.get("dcgm_mig") or "")),
     )
     spec = ClusterSpec(
         nodes=int(options["nodes"]),  # type: ignore[call-overload]

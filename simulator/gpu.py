@@ -10,6 +10,11 @@ from simulator.rng import entity_key, jitter, unit
 from simulator.topology import FB_TOTAL_MIB
 
 NVLINK_BYTES_PER_IB_BYTE = 6.0
+#: Bytes/s in one unit of DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL: DCGM's "MB/s" is NVML's KiB
+#: delta per second / 1000 (NVIDIA/DCGM dcgmlib/src/DcgmCacheManager.cpp), see docs/dcgm.md.
+NVLINK_BW_UNIT_BYTES = 1000 * 1024
+#: Framebuffer the driver reserves (DCGM_FI_DEV_FB_RESERVED), MiB.
+FB_RESERVED_MIB = 523.0
 
 
 @dataclass(frozen=True)
@@ -36,12 +41,14 @@ class GpuSample:
     fb_used: float
     fb_free: float
     xid: int
-    nvlink_bytes: float
+    nvlink_rate: float  # bytes/s now (DCGM publishes a rate, not a byte counter)
     nvlink_crc_flit: float
     nvlink_crc_data: float
     nvlink_replay: float
     nvlink_recovery: float
     correctable_remapped_rows: float
+    mem_copy_util: float = 0.0
+    fb_reserved: float = FB_RESERVED_MIB
 
 
 class GpuModel:
@@ -75,7 +82,7 @@ class GpuModel:
             tensor = max(0.0, level * act * (1 + 0.04 * noise))
             sm = min(1.0, tensor * 1.35 + 0.04 * act)
             power = P_IDLE + (state.power_busy - P_IDLE) * act + 6 * noise
-        _, moved, extra_j = self.cluster.since_boot(state)
+        _, _moved, extra_j = self.cluster.since_boot(state)
         energy = (P_IDLE * (t - state.boot) + extra_j + self._drift_energy(state, gpu)) * 1000
         busy = act > 0 or drift is not None
         fb_used = (72000.0 if state.run else 41000.0) if state.pod and busy else 0.0
@@ -98,11 +105,12 @@ class GpuModel:
             sm_clock=1980.0 if busy else 345.0,
             mem_clock=2619.0,
             fb_used=fb_used,
-            fb_free=FB_TOTAL_MIB - fb_used,
+            fb_free=FB_TOTAL_MIB - FB_RESERVED_MIB - fb_used,
             xid=self._xid(state, gpu),
-            nvlink_bytes=NVLINK_BYTES_PER_IB_BYTE * moved,
+            nvlink_rate=NVLINK_BYTES_PER_IB_BYTE * state.bandwidth * act,
             **self._nvlink_errors(state, gpu),
             correctable_remapped_rows=self.remapped[state.node.index][gpu],
+            mem_copy_util=min(100.0, 100.0 * (0.01 if drift else 0.3 * act)),
         )
 
     def _drift_energy(self, state: NodeState, gpu: int) -> float:

@@ -10,25 +10,11 @@ from simulator.model import REBOOT_SECONDS, Cluster
 from simulator.schedule import PREEMPTED, SlotSchedule
 from simulator.topology import QUEUES, Queue
 
-WAIT_BUCKETS = (
-    1.0,
-    2.5,
-    5.0,
-    10.0,
-    30.0,
-    60.0,
-    150.0,
-    300.0,
-    600.0,
-    1200.0,
-    1800.0,
-    3600.0,
-    7200.0,
-    14400.0,
-    28800.0,
-    40000.0,
-)
-EXECUTION_BUCKETS = (60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 14400.0, 28800.0, 57600.0, 86400.0)
+#: Kueue pkg/metrics/metrics.go ``generateExponentialBuckets(16)``: 1, then 2.5 doubling 15 times
+#: (… 40960 s), for admission_wait_time_seconds and execution_time_seconds (kubernetes-sigs/kueue
+#: v0.19.2 8eab68778fc1b52affe165fdf5af29d1e9b4f3cb; execution_time_seconds from ff69552e79ad).
+WAIT_BUCKETS = (1.0, *(2.5 * 2**i for i in range(15)))
+EXECUTION_BUCKETS = WAIT_BUCKETS
 
 
 @dataclass
@@ -80,6 +66,7 @@ class QueueStatus:
     wait_sum: float
     execution_buckets: list[int]
     execution_sum: float
+    execution_count: int
     evicted_total: int
     nominal_gpus: int
     used_gpus: int
@@ -160,7 +147,7 @@ class QueueModel:
                 pending += int((t - start) // every) + 1
         ledger = self.ledger(queue, t)
         wait_buckets, wait_sum, admitted = ledger.admissions.at(t)
-        exec_buckets, exec_sum, _ = ledger.executions.at(t)
+        exec_buckets, exec_sum, executed = ledger.executions.at(t)
         return QueueStatus(
             queue=queue,
             pending=pending,
@@ -170,6 +157,7 @@ class QueueModel:
             wait_sum=wait_sum,
             execution_buckets=exec_buckets,
             execution_sum=exec_sum,
+            execution_count=executed,
             evicted_total=bisect.bisect_right(ledger.evictions, t),
             nominal_gpus=nominal,
             used_gpus=used,

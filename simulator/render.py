@@ -20,13 +20,13 @@ class Renderer:
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
-        self.options = cluster.spec.exporters
+        self.options = dcgm.resolved_options(cluster.spec.exporters, cluster.spec.faults)
         self.gpus = GpuModel(cluster)
         self.ports = PortModel(cluster)
         self.queues = QueueModel(cluster)
         self.targets = all_targets(cluster.spec, [n.name for n in cluster.nodes])
         self.by_path = {t.path: t for t in self.targets}
-        self._gpu_labels: dict[tuple[int, str | None], list[str]] = {}
+        self._gpu_labels: dict[tuple[int, str | None], list[list[dcgm.Entity]]] = {}
         self.lock = threading.Lock()
 
     def is_up(self, target: Target, t: float) -> bool:
@@ -58,7 +58,9 @@ class Renderer:
         elif target.dialect == Dialect.TREYDOCK:
             treydock.render(cluster.topology, self._fabric(t), lines)
         elif target.dialect == Dialect.KSM:
-            ksm.render([cluster.state(n, t) for n in cluster.nodes], lines)
+            ksm.render(
+                [cluster.state(n, t) for n in cluster.nodes], lines, self.options.ksm_reason_zeros
+            )
         elif target.dialect == Dialect.KUEUE:
             kueue.render([self.queues.status(q, t) for q in self.queues.queues()], lines)
         elif target.dialect == Dialect.CHECKPOINTS:

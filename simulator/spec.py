@@ -29,16 +29,26 @@ class ExporterOptions:
     dialects: frozenset[str] = frozenset(Dialect.ALL)
     # dcgm-exporter: "Hostname" in released versions, "hostname" after the 2026-05 rename.
     dcgm_node_label: str = "Hostname"
-    # dcgm-exporter 1.x metric and label names (dcgm_gpu_utilization, uuid, pod_name, ...).
+    # dcgm-exporter -o with etc/1.x-compatibility-metrics.csv (dcgm_gpu_utilization, uuid, pod_name, ...).
     dcgm_legacy: bool = False
     # False simulates the DCGM profiling module not loaded: every DCGM_FI_PROF_* vanishes.
     dcgm_profiling: bool = True
     # Kubernetes pod mapping labels (pod, namespace, container) on GPU series.
     dcgm_pod_labels: bool = True
-    # The off-by-default NVLink error counters (users enable them in their CSV).
-    dcgm_nvlink_errors: bool = True
-    # err_code / err_msg labels on DCGM_FI_DEV_XID_ERRORS (newer dcgm-exporter versions).
-    dcgm_xid_labels: bool = False
+    # pod_uid on GPU series (dcgm-exporter --kubernetes-enable-pod-uid; off by default).
+    dcgm_pod_uid: bool = False
+    # The off-by-default NVLink error counters (users enable them in their CSV). None: on
+    # when the scenario injects NVLink errors (its operators would have enabled them).
+    dcgm_nvlink_errors: bool | None = None
+    # The off-by-default profiling fields SM_ACTIVE, SM_OCCUPANCY, PIPE_FP16/32/64_ACTIVE.
+    dcgm_extra_fields: bool = False
+    # err_code / err_msg labels on every DCGM_FI_DEV_XID_ERRORS sample (dcgm-exporter 3.3.6-3.4.2+).
+    dcgm_xid_labels: bool = True
+    # MIG: each GPU is split into this many instances of this profile (GPU_I_PROFILE / GPU_I_ID).
+    dcgm_mig_profile: str = ""
+    dcgm_mig_instances: int = 0
+    # kube-state-metrics up to v2.19 emits every kube_pod_status_reason with 0/1; v2.20 only the set one.
+    ksm_reason_zeros: bool = False
 
 
 def default_epoch() -> datetime:

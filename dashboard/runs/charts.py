@@ -31,7 +31,9 @@ STATE_COLOURS = {"running": "#4aa3ff", "succeeded": "#3fb950", "failed": "#f8514
 LOST_COLOURS = {LostKind.REDO: "rgba(248,81,73,0.28)", LostKind.RESTART: "rgba(210,153,34,0.22)",
                 LostKind.CHECKPOINT: "rgba(139,152,165,0.18)"}  # fmt: skip
 EVENT_SYMBOLS = {"restart": "x", "failed": "x", "evicted": "triangle-down", "preempted": "triangle-down",
-                 "started": "circle-open", "succeeded": "star"}  # fmt: skip
+                 "started": "circle-open", "succeeded": "star", "node_lost": "x",
+                 "node_shutdown": "triangle-down", "rejected": "triangle-down", "gated": "circle-open",
+                 "pod_reason": "circle"}  # fmt: skip
 LANES = {"alerts": 0, "events": 1, "checkpoints": 2}
 
 
@@ -79,7 +81,7 @@ def _event_traces(run: RunFacts) -> list[dict[str, Any]]:
         traces.append({"type": "scatter", "mode": "markers", "name": label(kind), "x": [e.ts for e in events],
                        "y": [LANES["events"]] * len(events), "yaxis": "y3", "text": text, "hoverinfo": "text+x",
                        "marker": {"symbol": EVENT_SYMBOLS.get(kind, "circle"), "size": 11,
-                                  "color": "#f85149" if kind in ("restart", "failed") else "#d29922"}})  # fmt: skip
+                                  "color": "#f85149" if kind in ("restart", "failed", "node_lost") else "#d29922"}})  # fmt: skip
     return traces
 
 

@@ -24,10 +24,13 @@ INTERRUPTIONS = (
     RunEvent.Kind.EVICTED,
     RunEvent.Kind.PREEMPTED,
     RunEvent.Kind.FAILED,
+    RunEvent.Kind.NODE_LOST,
+    RunEvent.Kind.NODE_SHUTDOWN,
+    RunEvent.Kind.REJECTED,
 )
 #: Events counted as failures for MTBF (evictions and preemptions are the scheduler's choice).
-FAILURES = (RunEvent.Kind.RESTART, RunEvent.Kind.FAILED)
-EVICTIONS = (RunEvent.Kind.EVICTED, RunEvent.Kind.PREEMPTED)
+FAILURES = (RunEvent.Kind.RESTART, RunEvent.Kind.FAILED, RunEvent.Kind.NODE_LOST)
+EVICTIONS = (RunEvent.Kind.EVICTED, RunEvent.Kind.PREEMPTED, RunEvent.Kind.NODE_SHUTDOWN)
 #: After an interruption the run is productive again at the first step its median GPU util reaches this.
 BUSY_UTIL_PERCENT = 50.0
 #: Nodes with no GPU samples in the window are assumed to have this many GPUs.

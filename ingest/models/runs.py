@@ -84,6 +84,12 @@ class RunEvent(models.Model):
         SUCCEEDED = "succeeded", "Succeeded"
         EVICTED = "evicted", "Evicted"
         PREEMPTED = "preempted", "Preempted"
+        # kube_pod_status_reason (kube-state-metrics): see runs_normalize.EVENT_OF_POD_REASON.
+        NODE_LOST = "node_lost", "Node lost"
+        NODE_SHUTDOWN = "node_shutdown", "Node shutdown"
+        REJECTED = "rejected", "Rejected by the kubelet"
+        GATED = "gated", "Scheduling gated"
+        POD_REASON = "pod_reason", "Other pod status reason"
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="events")
     ts = models.DateTimeField()

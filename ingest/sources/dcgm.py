@@ -1,10 +1,12 @@
 """GPU family from dcgm-exporter: per-GPU gauges, NVLink bandwidth and error increases, XID events.
 
 Dialects: ``current`` (DCGM_FI_* names, ``Hostname`` or ``hostname`` label, both
-accepted through node identity) and ``legacy`` (dcgm-exporter 1.x names, ``uuid``
-label). Detected from the metric names Prometheus has unless INGEST_DCGM_DIALECT
-forces one. One ``query_range`` per metric, ``max by`` node labels + gpu, each
-folded straight into columns by (node, gpu) (``Collected.add_answers``).
+accepted through node identity) and ``legacy`` (``-o``: the 1.x names of
+etc/1.x-compatibility-metrics.csv, ``uuid`` label). Detected from the metric names
+Prometheus has unless INGEST_DCGM_DIALECT forces one. One ``query_range`` per
+metric the dialect has, ``max by`` node labels + gpu, each folded straight into
+columns by (node, gpu) (``Collected.add_answers``). The util series also carry
+``modelName``, which fills ``Node.gpu_model``. docs/dcgm.md has the sources.
 """
 
 from __future__ import annotations
@@ -18,9 +20,18 @@ from django.db import connection
 
 from ..identity import node_name
 from ..models import Family
-from ..normalize import Collected, Column, Points, column_at, int_label, steps, xid_events
+from ..normalize import (
+    Collected,
+    Column,
+    KeyOf,
+    Points,
+    column_at,
+    int_label,
+    steps,
+    xid_events,
+)
 from ..prometheus import PrometheusClient, Series
-from ..queries import DCGM_MARKERS, promql
+from ..queries import DCGM_MARKERS, DCGM_MODEL_LABEL, GPU, promql
 from ..store import GPU_TABLE, insert_rows, timestamps, upsert_nodes
 from .base import Batch, Source, StoreResult, Window
 
@@ -29,13 +40,20 @@ NVLINK_ERRORS = ("nvlink_crc_flit", "nvlink_crc_data", "nvlink_replay", "nvlink_
 SPEC = tuple(Column(name, "gauge") for name in GAUGES) + tuple(
     Column(n, "increase") for n in NVLINK_ERRORS
 )
-#: NVLink bandwidth: the counter's rate, else the PROF TX + RX gauges.
+#: NVLink bandwidth: DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL (a rate, see NVLINK_BW_UNIT_BYTES),
+#: else the PROF TX + RX gauges (bytes/s).
 BANDWIDTH = (
-    Column("nvlink_bw", "rate"),
+    Column("nvlink_bw", "gauge"),
     Column("nvlink_tx", "gauge"),
     Column("nvlink_rx", "gauge"),
 )
 FETCHED = (*SPEC, *BANDWIDTH)
+#: Bytes/s in one unit of DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL (field 449). DCGM declares the
+#: field in MB/s (dcgmlib/src/dcgm_fields.cpp: DCGM_FIELD_UNIT_BW_MBPS) and computes it as
+#: the KiB delta of NVML's NVLINK_THROUGHPUT_DATA_{RX,TX} per second / 1000
+#: (DcgmCacheManager::ReadAndCacheNvLinkBandwidth): one unit = 1000 KiB/s = 1,024,000 B/s.
+NVLINK_BW_UNIT_BYTES = 1000 * 1024
+MODEL_MAX_LENGTH = 100  # Node.gpu_model
 GpuKey = tuple[str, int]
 
 
@@ -63,19 +81,20 @@ class GpuPayload:
     xid_tracks: dict[GpuKey, list[tuple[str, Points]]] = field(default_factory=dict)
     xid_nodes: set[str] = field(default_factory=set)
     times: list[int] = field(default_factory=list)
+    models: dict[str, str] = field(default_factory=dict)
 
 
 def nvlink_bandwidth(
     collected: Collected, keys: list[Hashable], with_counter: set[Hashable], ts: int, step: int
 ) -> list[float | None]:
-    """Bytes/s over NVLink per key: rate of the bandwidth counter where the GPU has one in
-    the window (``with_counter``), else PROF TX + RX gauges."""
-    counter, tx, rx = (column_at(collected, column, keys, ts, step) for column in BANDWIDTH)
+    """Bytes/s over NVLink per key: the DCGM bandwidth field converted to bytes/s where the
+    GPU has it in the window (``with_counter``), else PROF TX + RX gauges."""
+    total, tx, rx = (column_at(collected, column, keys, ts, step) for column in BANDWIDTH)
     return [
-        rate
+        (None if rate is None else rate * NVLINK_BW_UNIT_BYTES)
         if key in with_counter
         else (None if sent is None and received is None else (sent or 0.0) + (received or 0.0))
-        for key, rate, sent, received in zip(keys, counter, tx, rx, strict=True)
+        for key, rate, sent, received in zip(keys, total, tx, rx, strict=True)
     ]
 
 
@@ -119,6 +138,33 @@ def collect_xids(series: list[Series], payload: GpuPayload) -> int:
     return skipped
 
 
+def model_recorder(models: dict[str, str]) -> KeyOf:
+    """``gpu_key`` that also records each node's ``modelName`` (run once per label set)."""
+
+    def key_of(labels: Mapping[str, str]) -> GpuKey | None:
+        key = gpu_key(labels)
+        model = labels.get(DCGM_MODEL_LABEL, "").strip()
+        if key is not None and model:
+            models[key[0]] = model[:MODEL_MAX_LENGTH]
+        return key
+
+    return key_of
+
+
+def store_gpu_models(models: Mapping[str, str], node_ids: Mapping[str, int]) -> None:
+    """Set ``Node.gpu_model`` where it differs from what dcgm-exporter reports."""
+    pairs = sorted((node_ids[node], model) for node, model in models.items() if node in node_ids)
+    if not pairs:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE ingest_node n SET gpu_model = m.model "
+            "FROM unnest(%s::bigint[], %s::text[]) AS m(id, model) "
+            "WHERE n.id = m.id AND n.gpu_model IS DISTINCT FROM m.model",
+            [[p[0] for p in pairs], [p[1] for p in pairs]],
+        )
+
+
 class GpuSource(Source):
     """dcgm-exporter → ``GpuSample`` rows and ``XidEvent`` rows."""
 
@@ -128,14 +174,17 @@ class GpuSource(Source):
         """One query_range per metric over the window's steps (a counter's from its context)."""
         dialect = client.detect_dialect(DCGM_MARKERS, settings.INGEST_DCGM_DIALECT)
         collected, by = Collected(), node_by()
+        fetched = [column for column in FETCHED if column.name in GPU[dialect]]
         queries = [
             (promql("gpu", dialect, column.name, by=by), window.fetch_start(column.kind))
-            for column in FETCHED
+            for column in fetched
         ]
         answers = client.query_ranges(queries, window.end, window.step)
-        collected.add_answers([column.name for column in FETCHED], answers, gpu_key)
         start, end = int(window.start.timestamp()), int(window.end.timestamp())
         payload = GpuPayload(times=[start, *steps(start, end, window.step)])
+        collected.add_answers(
+            [column.name for column in fetched], answers, model_recorder(payload.models)
+        )
         build_rows(collected, payload.times[1:], window.step, payload)
         xids = client.query_range_lenient(
             promql("gpu", dialect, "xid", by=by), window.start, window.end, window.step
@@ -154,6 +203,7 @@ class GpuSource(Source):
         node_ids = upsert_nodes({n: (stamps[a], stamps[b]) for n, (a, b) in seen.items()})
         rows = [(stamps[r[0]], node_ids[r[1]], *r[2:]) for r in payload.rows]
         inserted = insert_rows(GPU_TABLE, rows)
+        store_gpu_models(payload.models, node_ids)
         return StoreResult(rows=inserted + store_xid_events(payload, node_ids, stamps))
 
 

@@ -11,6 +11,7 @@ POD_LABELS = Family(
     "kube_pod_labels", GAUGE, "[STABLE] Kubernetes labels converted to Prometheus labels."
 )
 POD_PHASE = Family("kube_pod_status_phase", GAUGE, "[STABLE] The pods current phase.")
+POD_REASON = Family("kube_pod_status_reason", GAUGE, "The pod status reasons")
 POD_START = Family("kube_pod_start_time", GAUGE, "[STABLE] Start time in unix timestamp for a pod.")
 RESTARTS = Family(
     "kube_pod_container_status_restarts_total",
@@ -31,6 +32,7 @@ FAMILIES = [
     POD_INFO,
     POD_LABELS,
     POD_PHASE,
+    POD_REASON,
     POD_START,
     RESTARTS,
     LAST_TERMINATED,
@@ -39,6 +41,17 @@ FAMILIES = [
     CONDITION,
 ]
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
+#: kube-state-metrics internal/store/pod.go ``podStatusReasons`` (v2.19.0, v2.20.0).
+POD_REASONS = (
+    "Evicted",
+    "NodeAffinity",
+    "NodeLost",
+    "PreemptionByScheduler",
+    "SchedulingGated",
+    "Shutdown",
+    "TerminationByKubelet",
+    "UnexpectedAdmissionError",
+)
 POOL_TAINT_KEY = "node-pool"
 
 
@@ -74,7 +87,24 @@ def _pod_labels(pod: Pod) -> str:
     return label_str(pairs)
 
 
-def render(states: list[NodeState], lines: Lines) -> None:
+def pod_reason(state: NodeState) -> str | None:
+    """The status reason KSM reports for the node's pod: NodeLost while its node is down."""
+    return "NodeLost" if state.pod is not None and not state.up else None
+
+
+def _render_reasons(pods: list[tuple[NodeState, Pod]], zeros: bool, lines: Lines) -> None:
+    """kube_pod_status_reason: v2.20.0 emits only the set reason (1); up to v2.19 every
+    listed reason with 0 or 1 (``zeros``). Labels: namespace, pod, uid, reason."""
+    lines.family(POD_REASON)
+    for state, pod in pods:
+        reason = pod_reason(state)
+        for listed in POD_REASONS:
+            if zeros or listed == reason:
+                labels = label_str(_pod_key(pod) + [("reason", listed)])
+                lines.sample(POD_REASON.name, labels, "1" if listed == reason else "0")
+
+
+def render(states: list[NodeState], lines: Lines, reason_zeros: bool = False) -> None:
     """Write the cluster's kube-state-metrics exposition from every node's state."""
     pods = [(s, s.pod) for s in states if s.pod is not None]
     lines.family(POD_INFO)
@@ -91,6 +121,7 @@ def render(states: list[NodeState], lines: Lines) -> None:
                 label_str(_pod_key(pod) + [("phase", phase)]),
                 "1" if pod.phase == phase else "0",
             )
+    _render_reasons(pods, reason_zeros, lines)
     lines.family(POD_START)
     for _state, pod in pods:
         lines.sample(POD_START.name, label_str(_pod_key(pod)), big(pod.start))

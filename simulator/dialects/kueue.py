@@ -1,4 +1,9 @@
-"""Kueue's controller metrics (every series carries replica_role="leader")."""
+"""Kueue's controller metrics (every series carries replica_role="leader").
+
+Names, label sets and buckets: kubernetes-sigs/kueue pkg/metrics/metrics.go at v0.19.2
+(8eab68778fc1b52affe165fdf5af29d1e9b4f3cb); execution_time_seconds only exists after it
+(ff69552e79ad). client_golang writes label names sorted, ``le`` last.
+"""
 
 from __future__ import annotations
 
@@ -32,7 +37,7 @@ EXECUTION = Family(
     "The time between a workload was admitted and finished, per 'cluster_queue'",
 )
 EVICTED = Family(
-    "kueue_evicted_workloads_total", COUNTER, "The number of evicted workloads per 'cluster_queue'"
+    "kueue_evicted_workloads_total", COUNTER, "The number of evicted workloads per 'cluster_queue',"
 )
 PREEMPTED = Family(
     "kueue_preempted_workloads_total",
@@ -69,6 +74,11 @@ def _le(bound: float) -> str:
     return num(bound)
 
 
+def _labels(pairs: list[tuple[str, str]] | tuple[tuple[str, str], ...]) -> str:
+    """client_golang order: label names sorted (``replica_role`` included)."""
+    return label_str(sorted({*pairs, ROLE}))
+
+
 def _histogram(
     lines: Lines,
     family: Family,
@@ -78,13 +88,12 @@ def _histogram(
     total: float,
     count: int,
 ) -> None:
+    head = _labels(base)
     for bound, value in zip(buckets, counts, strict=True):
-        lines.sample(
-            f"{family.name}_bucket", label_str(base + [("le", _le(bound)), ROLE]), str(value)
-        )
-    lines.sample(f"{family.name}_bucket", label_str(base + [("le", "+Inf"), ROLE]), str(count))
-    lines.sample(f"{family.name}_sum", label_str(base + [ROLE]), num(round(total, 3)))
-    lines.sample(f"{family.name}_count", label_str(base + [ROLE]), str(count))
+        lines.sample(f"{family.name}_bucket", f'{head},le="{_le(bound)}"', str(value))
+    lines.sample(f"{family.name}_bucket", f'{head},le="+Inf"', str(count))
+    lines.sample(f"{family.name}_sum", head, num(round(total, 3)))
+    lines.sample(f"{family.name}_count", head, str(count))
 
 
 def render(statuses: list[QueueStatus], lines: Lines) -> None:
@@ -94,14 +103,14 @@ def render(statuses: list[QueueStatus], lines: Lines) -> None:
         for status, value in (("active", s.pending), ("inadmissible", 0)):
             lines.sample(
                 PENDING.name,
-                label_str((("cluster_queue", s.queue.cluster_queue), ("status", status), ROLE)),
+                _labels((("cluster_queue", s.queue.cluster_queue), ("status", status))),
                 str(value),
             )
     lines.family(ADMITTED_ACTIVE)
     for s in statuses:
         lines.sample(
             ADMITTED_ACTIVE.name,
-            label_str((("cluster_queue", s.queue.cluster_queue), ROLE)),
+            _labels((("cluster_queue", s.queue.cluster_queue),)),
             str(s.admitted_active),
         )
     lines.family(ADMITTED_TOTAL)
@@ -109,15 +118,14 @@ def render(statuses: list[QueueStatus], lines: Lines) -> None:
         labels = (
             ("cluster_queue", s.queue.cluster_queue),
             ("priority_class", s.queue.priority_class),
-            ROLE,
         )
-        lines.sample(ADMITTED_TOTAL.name, label_str(labels), str(s.admitted_total))
+        lines.sample(ADMITTED_TOTAL.name, _labels(labels), str(s.admitted_total))
     lines.family(WAIT)
     for s in statuses:
         _histogram(
             lines,
             WAIT,
-            [("cluster_queue", s.queue.cluster_queue)],
+            [("cluster_queue", s.queue.cluster_queue), ("priority_class", s.queue.priority_class)],
             WAIT_BUCKETS,
             s.wait_buckets,
             s.wait_sum,
@@ -125,16 +133,14 @@ def render(statuses: list[QueueStatus], lines: Lines) -> None:
         )
     lines.family(EXECUTION)
     for s in statuses:
-        count = s.execution_buckets[-1] if s.execution_buckets else 0
-        # Every run's execution time is below the last bucket, so +Inf equals the last count.
         _histogram(
             lines,
             EXECUTION,
-            [("cluster_queue", s.queue.cluster_queue)],
+            [("cluster_queue", s.queue.cluster_queue), ("priority_class", s.queue.priority_class)],
             EXECUTION_BUCKETS,
             s.execution_buckets,
             s.execution_sum,
-            count,
+            s.execution_count,
         )
     _render_evictions(statuses, lines)
     _render_capacity(statuses, lines)
@@ -150,26 +156,26 @@ def _render_evictions(statuses: list[QueueStatus], lines: Lines) -> None:
     for s in statuses:
         labels = (
             ("cluster_queue", s.queue.cluster_queue),
+            ("priority_class", s.queue.priority_class),
             ("reason", "Preempted"),
-            ("underlying_cause", "InCohortReclamation"),
-            ROLE,
+            ("underlying_cause", ""),  # "": the reason is the root cause
         )
-        lines.sample(EVICTED.name, label_str(labels), str(s.evicted_total))
+        lines.sample(EVICTED.name, _labels(labels), str(s.evicted_total))
     lines.family(PREEMPTED)
     by_preemptor = {s.queue.cluster_queue: 0 for s in statuses}
     for s in statuses:
         by_preemptor[_other(s.queue.cluster_queue)] += s.evicted_total
     for name, value in by_preemptor.items():
-        labels = (("preempting_cluster_queue", name), ("reason", "InCohortReclamation"), ROLE)
-        lines.sample(PREEMPTED.name, label_str(labels), str(value))
+        labels = (("preempting_cluster_queue", name), ("reason", "InCohortReclamation"))
+        lines.sample(PREEMPTED.name, _labels(labels), str(value))
 
 
 def _render_capacity(statuses: list[QueueStatus], lines: Lines) -> None:
     lines.family(STATUS)
     for s in statuses:
         for status in ("pending", "active", "terminating"):
-            labels = (("cluster_queue", s.queue.cluster_queue), ("status", status), ROLE)
-            lines.sample(STATUS.name, label_str(labels), "1" if status == "active" else "0")
+            labels = (("cluster_queue", s.queue.cluster_queue), ("status", status))
+            lines.sample(STATUS.name, _labels(labels), "1" if status == "active" else "0")
     for family, attr in ((USAGE, "used_gpus"), (QUOTA, "nominal_gpus")):
         lines.family(family)
         for s in statuses:
@@ -178,6 +184,5 @@ def _render_capacity(statuses: list[QueueStatus], lines: Lines) -> None:
                 ("cluster_queue", s.queue.cluster_queue),
                 ("flavor", "h100-80gb"),
                 ("resource", "nvidia.com/gpu"),
-                ROLE,
             )
-            lines.sample(family.name, label_str(labels), big(getattr(s, attr)))
+            lines.sample(family.name, _labels(labels), big(getattr(s, attr)))

@@ -154,3 +154,15 @@ def test_runs_page_lists_and_filters(logged_in_client: Client, scenario: Scenari
         not in logged_in_client.get("/runs/?state=failed").content.decode()
     )
     assert timezone.now() - scenario.start < timedelta(hours=4)
+
+
+def test_run_page_shows_the_pod_status_reason_of_a_lost_node(
+    logged_in_client: Client, scenario: Scenario
+) -> None:
+    from ingest.models import RunEvent
+
+    RunEvent.objects.create(job=scenario.job, ts=scenario.crash + timedelta(minutes=30),
+                            kind=RunEvent.Kind.NODE_LOST, pod="llama-70b-worker-1", detail="NodeLost")  # fmt: skip
+    html = logged_in_client.get("/runs/team-a/llama-70b/").content.decode()
+    crashes = html[html.index('id="crashes"') :]
+    assert "node_lost</td><td>NodeLost</td>" in crashes

@@ -26,6 +26,7 @@ T = EPOCH.timestamp()
 DCGM_LINT = (
     "label names should be written in 'snake_case' not 'camelCase'",
     'counter metrics should have "_total" suffix',
+    "metric name should not include type 'counter'",  # DCGM_FI_DEV_PCIE_REPLAY_COUNTER
 )
 
 
@@ -79,20 +80,27 @@ def test_each_dialect_passes_promtool_check_metrics(dialect: str) -> None:
         assert result.returncode == 0, problems
 
 
-def test_dcgm_emits_domain_names_with_hostname_and_pod_labels() -> None:
+#: The uncommented fields of NVIDIA/dcgm-exporter etc/default-counters.csv (4.5.3-4.8.2), in order.
+DCGM_DEFAULT_FIELDS = [
+    "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_DEV_MEMORY_TEMP",
+    "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+    "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_MEM_COPY_UTIL",
+    "DCGM_FI_DEV_ENC_UTIL", "DCGM_FI_DEV_DEC_UTIL", "DCGM_FI_DEV_XID_ERRORS",
+    "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_RESERVED",
+    "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "DCGM_FI_DEV_VGPU_LICENSE_STATUS",
+    "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+    "DCGM_FI_DEV_ROW_REMAP_FAILURE", "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE", "DCGM_FI_PROF_PCIE_TX_BYTES",
+    "DCGM_FI_PROF_PCIE_RX_BYTES",
+]  # fmt: skip
+
+
+def test_dcgm_emits_the_default_counters_with_hostname_and_pod_labels() -> None:
     text = exposition(cluster(), "dcgm")
     parsed = families(text)
-    for name in (
-        "DCGM_FI_DEV_GPU_UTIL",
-        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
-        "DCGM_FI_PROF_SM_ACTIVE",
-        "DCGM_FI_DEV_POWER_USAGE",
-        "DCGM_FI_DEV_XID_ERRORS",
-        "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
-    ):
-        assert name in parsed
+    assert list(parsed) == DCGM_DEFAULT_FIELDS
     assert parsed["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"].type == "counter"  # type: ignore[attr-defined]
-    assert labels_of(text, "DCGM_FI_DEV_GPU_UTIL") >= {
+    assert labels_of(text, "DCGM_FI_DEV_GPU_UTIL") == {
         "gpu",
         "UUID",
         "pci_bus_id",
@@ -100,6 +108,9 @@ def test_dcgm_emits_domain_names_with_hostname_and_pod_labels() -> None:
         "modelName",
         "Hostname",
         "DCGM_FI_DRIVER_VERSION",
+        "container",
+        "namespace",
+        "pod",
     }
 
 
@@ -111,8 +122,33 @@ def test_dcgm_hostname_option_renames_the_node_label() -> None:
 
 def test_dcgm_legacy_option_emits_1x_names_and_labels() -> None:
     text = exposition(cluster(dcgm_legacy=True), "dcgm")
-    assert {"dcgm_gpu_utilization", "dcgm_fi_prof_pipe_tensor_active"} <= set(families(text))
-    assert {"gpu", "uuid"} <= labels_of(text, "dcgm_gpu_utilization")
+    names = [line.partition("{")[0] for line in text.splitlines() if not line.startswith("#")]
+    assert list(dict.fromkeys(names)) == [
+        "dcgm_sm_clock",
+        "dcgm_memory_clock",
+        "dcgm_memory_temp",
+        "dcgm_gpu_temp",
+        "dcgm_power_usage",
+        "dcgm_total_energy_consumption",
+        "dcgm_pcie_replay_counter",
+        "dcgm_gpu_utilization",
+        "dcgm_mem_copy_utilization",
+        "dcgm_enc_utilization",
+        "dcgm_dec_utilization",
+        "dcgm_xid_errors",
+        "dcgm_fb_free",
+        "dcgm_fb_used",
+        "dcgm_nvlink_bandwidth_total",
+        "dcgm_fi_prof_gr_engine_active",
+        "dcgm_fi_prof_pipe_tensor_active",
+        "dcgm_fi_prof_dram_active",
+        "dcgm_fi_prof_pcie_tx_bytes",
+        "dcgm_fi_prof_pcie_rx_bytes",
+    ]  # fmt: skip  (etc/1.x-compatibility-metrics.csv, uncommented)
+    assert labels_of(text, "dcgm_gpu_utilization") == {
+        "gpu", "uuid", "pci_bus_id", "device", "modelName", "Hostname",
+        "container_name", "pod_name", "pod_namespace",
+    }  # fmt: skip
 
 
 def test_without_the_profiling_module_every_prof_field_vanishes() -> None:
