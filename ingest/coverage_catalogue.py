@@ -112,10 +112,26 @@ _NODE_IB_COUNTERS = (
     "excessive_buffer_overrun_errors_total",
 )  # fmt: skip
 _TREYDOCK_COUNTERS = (
-    "port_transmit_data_bytes_total", "port_receive_data_bytes_total", "port_transmit_wait_total",
+    "port_transmit_data_bytes_total", "port_receive_data_bytes_total",
+    "port_transmit_packets_total", "port_receive_packets_total", "port_transmit_wait_total",
     "port_symbol_error_total", "port_link_downed_total", "port_link_error_recovery_total",
-    "port_receive_errors_total",
+    "port_receive_errors_total", "port_local_link_integrity_errors_total",
+    "port_excessive_buffer_overrun_errors_total",
 )  # fmt: skip
+#: treydock's HCA collector is off by default (collectors/hca.go: --collector.hca false).
+HCA_COLLECTOR_CAUSE = (
+    "treydock HCA collector disabled (--collector.hca): infiniband_exporter runs (its switch "
+    "series are here) but its HCA collector is off by default, so there are no HCA port "
+    "counters and no guid → node mapping."
+)
+HCA_COLLECTOR_FIX = (
+    "Start infiniband_exporter with --collector.hca (and keep the switch collector)."
+)
+TREYDOCK_NO_STATE = (
+    "treydock exports no HCA port state (no state/physical state series): ports seen only "
+    "through treydock have state unknown (NULL), and link flaps are derived from link_downed "
+    "increases alone."
+)
 IB_ABSENT = (
     "No InfiniBand metrics: the node_exporter infiniband collector is disabled "
     "(--no-collector.infiniband, or /sys/class/infiniband not mounted) and the treydock "
@@ -206,9 +222,13 @@ CATALOGUE: tuple[FamilySpec, ...] = (
                MetricSpec(NODE_IB + "info", False, NODE_LABELS)]
         ), *IB_ABSENT),
         DialectSpec("treydock infiniband_exporter", tuple(
-            [MetricSpec("infiniband_hca_" + c) for c in _TREYDOCK_COUNTERS]
-            + [MetricSpec("infiniband_hca_info", True, (), "guid → node mapping missing.",
-                          "Run infiniband_exporter with HCA collection enabled.")]
+            [MetricSpec("infiniband_hca_" + c, True, (), HCA_COLLECTOR_CAUSE, HCA_COLLECTOR_FIX)
+             for c in _TREYDOCK_COUNTERS]
+            + [MetricSpec("infiniband_hca_info", True, (), HCA_COLLECTOR_CAUSE, HCA_COLLECTOR_FIX),
+               MetricSpec("infiniband_hca_rate_bytes_per_second", False, (),
+                          HCA_COLLECTOR_CAUSE, HCA_COLLECTOR_FIX),
+               MetricSpec("infiniband_hca_uplink_info", False, (),
+                          HCA_COLLECTOR_CAUSE, HCA_COLLECTOR_FIX)]
         ), *IB_ABSENT),
     )),
     FamilySpec(Family.TOPOLOGY, "IB topology", (
@@ -240,3 +260,25 @@ CATALOGUE: tuple[FamilySpec, ...] = (
         ), *CHECKPOINT_ABSENT),
     )),
 )  # fmt: skip
+
+
+def ib_notes(names: set[str]) -> tuple[list[str], tuple[str, str] | None]:
+    """Notes on the IB family from the metric names, and a (cause, fix) that overrides the
+    family's when the cause is known better than "not deployed"."""
+    node_exporter = NODE_IB + "port_data_transmitted_bytes_total" in names
+    hca_counters = "infiniband_hca_port_transmit_data_bytes_total" in names
+    switches_only = not hca_counters and "infiniband_switch_info" in names
+    notes = []
+    if node_exporter and hca_counters:
+        notes.append(
+            "Both node_exporter and treydock IB metrics are present: merged into one port model "
+            "(per port and counter, node_exporter first; the rest from treydock)."
+        )
+    if hca_counters:
+        notes.append(TREYDOCK_NO_STATE)
+    if switches_only:
+        notes.append(HCA_COLLECTOR_CAUSE + " " + HCA_COLLECTOR_FIX)
+    override = (
+        (HCA_COLLECTOR_CAUSE, HCA_COLLECTOR_FIX) if switches_only and not node_exporter else None
+    )
+    return notes, override
