@@ -13,7 +13,14 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from .coverage_catalogue import CATALOGUE, DialectSpec, FamilySpec, MetricSpec, ib_notes
+from .coverage_catalogue import (
+    CATALOGUE,
+    IB_FACT_QUERIES,
+    DialectSpec,
+    FamilySpec,
+    MetricSpec,
+    ib_notes,
+)
 from .prometheus import PrometheusClient
 
 OK, PARTIAL, MISSING = "ok", "partial", "missing"
@@ -22,6 +29,7 @@ FACT_QUERIES = {
     "dcgm_Hostname": 'count({__name__=~"DCGM_FI_DEV_GPU_UTIL|dcgm_gpu_utilization", Hostname!=""})',
     "dcgm_hostname": 'count({__name__=~"DCGM_FI_DEV_GPU_UTIL|dcgm_gpu_utilization", hostname!=""})',
     "pod_queue_label": 'count(kube_pod_labels{label_kueue_x_k8s_io_queue_name!=""})',
+    **IB_FACT_QUERIES,
 }
 
 
@@ -125,7 +133,7 @@ def _notes(report: list[FamilyStatus], names: set[str], facts: Mapping[str, int]
             "No `Hostname`/`hostname` label on GPU series: the node comes from `node` or `instance`."
         )
     if ib:
-        _ib_notes(ib, names)
+        _ib_notes(ib, names, facts)
     if runs and "kube_pod_labels" in names and facts.get("pod_queue_label") == 0:
         runs.notes.append(
             "kube_pod_labels has no label_kueue_x_k8s_io_queue_name: runs get no LocalQueue. Add "
@@ -133,9 +141,9 @@ def _notes(report: list[FamilyStatus], names: set[str], facts: Mapping[str, int]
         )
 
 
-def _ib_notes(ib: FamilyStatus, names: set[str]) -> None:
+def _ib_notes(ib: FamilyStatus, names: set[str], facts: Mapping[str, int]) -> None:
     """The IB family's notes and, when treydock runs without its HCA collector, the cause."""
-    notes, override = ib_notes(names)
+    notes, override = ib_notes(names, dict(facts))
     ib.notes += notes
     if override and ib.status == MISSING:
         ib.cause, ib.fix = override

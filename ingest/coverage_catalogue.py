@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .models import Family
+from .normalize import HOST_CA_PATTERN
 
 GPU_LABELS = ("Hostname", "hostname", "node")
 NODE_LABELS = ("node", "instance")
@@ -262,9 +263,30 @@ CATALOGUE: tuple[FamilySpec, ...] = (
 )  # fmt: skip
 
 
-def ib_notes(names: set[str]) -> tuple[list[str], tuple[str, str] | None]:
-    """Notes on the IB family from the metric names, and a (cause, fix) that overrides the
-    family's when the cause is known better than "not deployed"."""
+_IB_COUNTER_RE = "|".join(
+    ["port_data_transmitted_bytes", "port_data_received_bytes", "port_packets_transmitted",
+     "port_packets_received", "port_transmit_wait", "symbol_error", "link_downed",
+     "link_error_recovery", "port_errors_received", "local_link_integrity_errors",
+     "excessive_buffer_overrun_errors"]
+)  # fmt: skip
+_PORT = "instance, device, port"
+_HOST_CA_PROMQL = HOST_CA_PATTERN.replace("\\", "\\\\")  # a PromQL string escapes backslashes
+#: Facts (series counts) for the IB notes: CAs that are not host ports, devices with no counter.
+IB_FACT_QUERIES = {
+    "ib_non_host_cas": f'count(infiniband_hca_info{{hca!~"{_HOST_CA_PROMQL}"}})',
+    "ib_no_counter_ports": (
+        f"count(group by ({_PORT}) (node_infiniband_state_id) unless on ({_PORT}) "
+        f'group by ({_PORT}) ({{__name__=~"node_infiniband_({_IB_COUNTER_RE})_total"}}))'
+    ),
+}
+
+
+def ib_notes(
+    names: set[str], facts: dict[str, int] | None = None
+) -> tuple[list[str], tuple[str, str] | None]:
+    """Notes on the IB family from the metric names and ``IB_FACT_QUERIES`` facts, and a
+    (cause, fix) that overrides the family's when the cause is known better than "not deployed"."""
+    facts = facts or {}
     node_exporter = NODE_IB + "port_data_transmitted_bytes_total" in names
     hca_counters = "infiniband_hca_port_transmit_data_bytes_total" in names
     switches_only = not hca_counters and "infiniband_switch_info" in names
@@ -278,6 +300,17 @@ def ib_notes(names: set[str]) -> tuple[list[str], tuple[str, str] | None]:
         notes.append(TREYDOCK_NO_STATE)
     if switches_only:
         notes.append(HCA_COLLECTOR_CAUSE + " " + HCA_COLLECTOR_FIX)
+    if facts.get("ib_non_host_cas"):
+        notes.append(
+            f"{facts['ib_non_host_cas']} treydock CA(s) are not host ports (e.g. SHARP's "
+            '"Mellanox Technologies Aggregation Node", or a node description that is neither '
+            '"<host> HCA-<N>" nor "<host> mlx5_<N>"): skipped, never made nodes.'
+        )
+    if facts.get("ib_no_counter_ports"):
+        notes.append(
+            f"{facts['ib_no_counter_ports']} node_exporter RDMA port(s) report no IB counter "
+            "(iWARP/irdma devices such as i40iw0): not IB ports, not stored or counted active."
+        )
     override = (
         (HCA_COLLECTOR_CAUSE, HCA_COLLECTOR_FIX) if switches_only and not node_exporter else None
     )

@@ -207,10 +207,13 @@ def int_label(labels: Mapping[str, str], name: str) -> int | None:
 
 #: A host name as a node description carries it (RFC 1123 labels, dots allowed).
 _HOST = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
+_HCA_INDEX, _DEVICE = "[1-9][0-9]{0,2}", "[a-z][a-z0-9]*_[0-9]{1,3}"
 #: MLNX_OFED's default node description: "<host> HCA-<N>", N counted from 1.
-_HCA_N = re.compile(rf"^(?P<node>{_HOST}) +HCA-(?P<index>[1-9][0-9]{{0,2}})$")
+_HCA_N = re.compile(rf"^(?P<node>{_HOST}) +HCA-(?P<index>{_HCA_INDEX})$")
 #: rdma-core's default (rdma-ndd "%h %d"): "<host> <kernel device>", e.g. "worker20 mlx5_3".
-_HOST_DEVICE = re.compile(rf"^(?P<node>{_HOST}) +(?P<device>[a-z][a-z0-9]*_[0-9]{{1,3}})$")
+_HOST_DEVICE = re.compile(rf"^(?P<node>{_HOST}) +(?P<device>{_DEVICE})$")
+#: Both accepted forms as one RE2-compatible pattern (coverage counts the CAs it rejects).
+HOST_CA_PATTERN = rf"{_HOST} +(?:HCA-{_HCA_INDEX}|{_DEVICE})"
 #: SHARP's in-switch aggregation manager is a CA with this node description.
 SHARP_AGGREGATION = "Mellanox Technologies Aggregation Node"
 

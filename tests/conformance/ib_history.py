@@ -2,8 +2,8 @@
 
 A fixture is one scrape of a real exporter's text exposition (tests/conformance/fixtures/
 ib_*.prom; each names the upstream files it was checked against). ``history`` replays it
-as consecutive scrapes: scrape k holds the fixture's value plus k × the series' delta per
-scrape (``Deltas``: a pegged or idle counter simply has none), with the job/instance labels
+as consecutive scrapes: scrape k holds the fixture's value plus ``grown(sample, k)``
+(``by_series``: k × the series' delta per scrape; a pegged or idle counter has none), with the job/instance labels
 a live scrape adds. The epoch is pinned, so nothing depends on the time of day.
 """
 
@@ -45,7 +45,7 @@ class Sample:
         return dict(self.labels).get(name, "")
 
 
-Deltas = Callable[[Sample], float]
+Growth = Callable[[Sample, int], float]
 
 
 def parse(path: Path) -> list[Sample]:
@@ -79,22 +79,29 @@ def go_float(value: float) -> str:
     return f"{neg}{digits[:point]}.{digits[point:]}"
 
 
-def no_deltas(sample: Sample) -> float:
+def constant(sample: Sample, k: int) -> float:
     """Every series constant."""
     return 0.0
 
 
-def by_series(table: Mapping[tuple[str, str, str], float], key: str = "device") -> Deltas:
-    """Deltas per scrape from {(metric, <key label>, port): delta}."""
+def by_series(
+    table: Mapping[tuple[str, str, str], float],
+    key: str = "device",
+    jumps: Mapping[tuple[str, str, str], tuple[int, float]] | None = None,
+) -> Growth:
+    """Growth at scrape k: k × {(metric, <key label>, port): delta}, plus one-off
+    ``jumps`` {(metric, <key>, port): (from scrape, amount)}."""
 
-    def delta(sample: Sample) -> float:
-        return table.get((sample.name, sample.label(key), sample.label("port")), 0.0)
+    def grown(sample: Sample, k: int) -> float:
+        series = (sample.name, sample.label(key), sample.label("port"))
+        start, amount = (jumps or {}).get(series, (k + 1, 0.0))
+        return k * table.get(series, 0.0) + (amount if k >= start else 0.0)
 
-    return delta
+    return grown
 
 
 def openmetrics(
-    path: Path, job: str, instance: str, scrapes: int, deltas: Deltas = no_deltas
+    path: Path, job: str, instance: str, scrapes: int, grown: Growth = constant
 ) -> list[str]:
     """``scrapes`` scrapes of the fixture at EPOCH, EPOCH+STEP, … as OpenMetrics lines (no EOF).
 
@@ -106,7 +113,7 @@ def openmetrics(
             [f'{k}="{v}"' for k, v in sample.labels] + [f'job="{job}"', f'instance="{instance}"']
         )
         for k in range(scrapes):
-            value = sample.value + k * deltas(sample)
+            value = sample.value + grown(sample, k)
             lines.append(f"{sample.name}{{{labels}}} {value!r} {EPOCH + k * STEP:.0f}")
     return lines
 
@@ -116,15 +123,20 @@ def at(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, UTC)
 
 
-def ingest_fixture_history(
-    prom: PrometheusProcess, settings: Any, monkeypatch: Any, scrapes: int, families: list[str]
+def ingest_fixture_history(  # noqa: PLR0913 - the test's fixtures, passed through
+    prom: PrometheusProcess,
+    settings: Any,
+    monkeypatch: Any,
+    scrapes: int,
+    families: list[str],
+    dialect: str = "auto",
 ) -> list[Any]:
     """Ingest the backfilled scrapes (EPOCH, last scrape] with "now" pinned an hour after EPOCH."""
     from ingest import services
     from ingest.prometheus import PrometheusClient
 
     settings.INGEST_STEP_SECONDS = STEP
-    settings.INGEST_IB_DIALECT = "auto"
+    settings.INGEST_IB_DIALECT = dialect
     monkeypatch.setattr(services, "utcnow", lambda: at(EPOCH + 3600))
     outcomes = services.ingest_all(
         since=at(EPOCH),
