@@ -39,6 +39,19 @@ class ExporterOptions:
     dcgm_nvlink_errors: bool = True
     # err_code / err_msg labels on DCGM_FI_DEV_XID_ERRORS (newer dcgm-exporter versions).
     dcgm_xid_labels: bool = False
+    # --- InfiniBand (docs/infiniband.md) ---
+    # treydock's --collector.hca. Upstream it is OFF by default (collectors/hca.go); on here so
+    # the fabric view has HCA ports. False: only switch series (coverage names the flag).
+    treydock_hca_collector: bool = True
+    # HCA node descriptions: "rdma" = rdma-core's default "<host> mlx5_N", "mlnx" =
+    # MLNX_OFED's "<host> HCA-<N+1>".
+    treydock_hca_names: str = "rdma"
+    # One SHARP "Mellanox Technologies Aggregation Node" CA per leaf group (not a host port).
+    treydock_aggregation_node: bool = True
+    # node_exporter: an iWARP RDMA device (i40iw0: info, state and rate, no counter at all).
+    node_ib_iwarp_device: bool = True
+    # node_exporter: a dual-port storage HCA (mlx5_<gpus>, ports 1 and 2) beside the rails.
+    node_ib_dual_port_hca: bool = True
 
 
 def default_epoch() -> datetime:
