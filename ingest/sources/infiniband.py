@@ -15,7 +15,7 @@ maximum (``SPEC``) sets its bit in ``saturated`` and its value is NULL.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -66,6 +66,7 @@ SMALLINT_COLUMNS = tuple(i for i, column in enumerate(SPEC) if column.name.endsw
 PREFERENCE = ("node_exporter", "treydock")
 NO_IB_COUNTERS = "no_ib_counters"
 PortKey = tuple[str, str, int]  # node, device, port
+FOREIGN: PortKey = ("", "", -1)  # a port of a node another shard owns
 
 
 @dataclass
@@ -96,8 +97,13 @@ def node_exporter_key(labels: Mapping[str, str]) -> PortKey | None:
 class TreydockKeyer:
     """Maps treydock's (guid, port) to (node, device, port); records GUIDs and skipped CAs."""
 
-    def __init__(self, hca_by_guid: Mapping[str, str], pulled: DialectPull) -> None:  # noqa: D107
-        self.hca_by_guid, self.pulled = hca_by_guid, pulled
+    def __init__(  # noqa: D107
+        self,
+        hca_by_guid: Mapping[str, str],
+        pulled: DialectPull,
+        owns: Callable[[str], bool] | None = None,
+    ) -> None:
+        self.hca_by_guid, self.pulled, self.owns = hca_by_guid, pulled, owns
 
     def __call__(self, labels: Mapping[str, str]) -> PortKey | None:
         """The port key, or None (and the CA counted under its skip reason)."""
@@ -108,6 +114,8 @@ class TreydockKeyer:
             return None
         if port is None:
             return None
+        if self.owns is not None and not self.owns(name.node):
+            return FOREIGN  # another shard's node: dropped after folding, not "skipped"
         key = (name.node, name.device, port)
         self.pulled.guids[key] = guid
         return key
@@ -196,12 +204,14 @@ class IbSource(Source):
 
     def _pull_dialect(self, client: PrometheusClient, dialect: str, window: Window) -> DialectPull:
         pulled = DialectPull(dialect, Collected())
-        key_of = node_exporter_key
+        key_of: Callable[[Mapping[str, str]], PortKey | None] = node_exporter_key
         if dialect == "treydock":
+            # treydock has no node label: a shard reads the whole fabric, keeps its own nodes.
+            client, owns = getattr(client, "base", client), getattr(client, "owns", None)
             span = int((window.end - window.start).total_seconds()) + 300
             info = client.query(promql("ib", dialect, "hca_info", range=f"{span}s"), at=window.end)
             hcas = {s.labels.get("guid", ""): s.labels.get("hca", "") for s in info.series}
-            key_of = TreydockKeyer(hcas, pulled)
+            key_of = TreydockKeyer(hcas, pulled, owns)
             pulled.collected.skipped += info.skipped
         by = node_by()
         columns = [c for c in SPEC if c.name in IB[dialect]]  # treydock has no port state
@@ -210,6 +220,9 @@ class IbSource(Source):
         ]
         answers = client.query_ranges(queries, window.end, window.step)
         pulled.collected.add_answers([c.name for c in columns], answers, key_of)
+        for folded in pulled.collected.columns.values():
+            for values in folded.values():
+                values.pop(FOREIGN, None)
         return pulled
 
     def pull(self, client: PrometheusClient, window: Window) -> Batch:

@@ -218,3 +218,26 @@ def test_coverage_counts_the_non_host_cas(treydock_alone: PrometheusProcess) -> 
         'Node", or a node description that is neither "<host> HCA-<N>" nor "<host> mlx5_<N>"): '
         "skipped, never made nodes."
     ]
+
+
+def test_sharded_ingest_merges_the_same_and_drops_no_treydock_node(
+    both: PrometheusProcess, settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ingest import services, shards
+
+    settings.INGEST_STEP_SECONDS, settings.INGEST_IB_DIALECT = STEP, "auto"
+    settings.INGEST_INITIAL_LOOKBACK_SECONDS = (SCRAPES - 1) * STEP
+    monkeypatch.setattr(services, "utcnow", lambda: at(EPOCH + 3600))
+    client = PrometheusClient(both.url)
+    orders = shards.plan_orders("ib", client, at(EPOCH + (SCRAPES - 1) * STEP), 4)
+    assert len(orders) == 4 and sum(len(o["values"]) for o in orders) == 1  # worker20 only
+    assert [shards.ingest_shard(o, client).status for o in orders] == ["ok"] * 4
+    assert set(IbPort.objects.values_list("node__name", "device", "port", "guid")) == {
+        ("o0001", "mlx5_0", 1, O1),
+        ("o0002", "mlx5_0", 1, O2),
+        ("worker20", "mlx5_3", 1, W20),
+    }
+    assert row(sample("worker20", "mlx5_3", 3)) == (
+        2.0e9, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 2.5e10, 4, 5, 0
+    )  # fmt: skip
+    assert IbSample.objects.count() == 3 * (SCRAPES - 1)  # each port's steps exactly once
