@@ -21,6 +21,7 @@ from ingest.coverage import collect
 from ingest.models import IbPort, IbSample, Node
 from ingest.normalize import HcaName, split_hca
 from ingest.prometheus import PrometheusClient
+from ingest.selectors import latest_per_node
 from tests.conformance.ib_history import (
     EPOCH,
     FIXTURES,
@@ -183,6 +184,9 @@ def test_both_exporters_make_one_port_model(
         2.0e9, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 2.5e10, 4, 5, 0
     )  # fmt: skip
     assert sample("o0002", "mlx5_0", 3).state is None
+    latest = latest_per_node(at(EPOCH + (SCRAPES - 1) * STEP))
+    # o0002's state is unknown (treydock only): no "0 active ports".
+    assert (latest["worker20"].active_ports, latest["o0002"].active_ports) == (1, None)
 
 
 def test_forcing_one_dialect_reads_only_it(
