@@ -95,12 +95,13 @@ def hca_uplinks_from(uplink_series: list, switch_names: dict[str, str], into: De
 
 
 class TopologySource(Source):
-    """infiniband_switch_uplink_info → IbPort.leaf_switch / switch_port, Node.leaf_switch."""
+    """Switch and HCA uplink info → IbPort.leaf_switch / switch_port, Node.leaf_switch."""
 
     family = Family.TOPOLOGY
 
     def pull(self, client: PrometheusClient, window: Window) -> Batch:
-        """Two instant queries at the window end, looking back over the window."""
+        """Three instant queries at the window end (switches, switch side, HCA side), looking
+        back over the window."""
         span = f"{int((window.end - window.start).total_seconds()) + 300}s"
         switches = client.query(
             promql("topology", "treydock", "switches", range=span), at=window.end
