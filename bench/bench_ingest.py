@@ -95,30 +95,27 @@ def fetch_only(client, start: datetime, end: datetime) -> int:  # noqa: ANN001
     from django.conf import settings
 
     from ingest.normalize import Collected
-    from ingest.queries import DCGM_MARKERS, IB_MARKERS, promql
+    from ingest.queries import DCGM_MARKERS, promql
     from ingest.services import split
     from ingest.sources.dcgm import FETCHED, gpu_key, node_by
-    from ingest.sources.infiniband import SPEC, IbSource
+    from ingest.sources.infiniband import IbSource, dialects_present
 
     gpu_dialect = client.detect_dialect(DCGM_MARKERS)
-    ib_dialect = client.detect_dialect(IB_MARKERS)
     points = 0
     for window in split(start, end, settings.INGEST_STEP_SECONDS, settings.INGEST_CHUNK_STEPS):
-        ib_key = IbSource()._key_function(client, ib_dialect, window)
-        for family, dialect, columns, key_of in (
-            ("gpu", gpu_dialect, FETCHED, gpu_key),
-            ("ib", ib_dialect, SPEC, ib_key),
-        ):
-            queries = [
-                (promql(family, dialect, c.name, by=node_by()), window.fetch_start(c.kind))
-                for c in columns
-            ]
-            collected = Collected()
-            answers = client.query_ranges(queries, window.end, window.step)
-            collected.add_answers([c.name for c in columns], answers, key_of)
-            points += sum(
-                len(at) for folded in collected.columns.values() for at in folded.values()
-            )
+        queries = [
+            (promql("gpu", gpu_dialect, c.name, by=node_by()), window.fetch_start(c.kind))
+            for c in FETCHED
+        ]
+        collected = Collected()
+        answers = client.query_ranges(queries, window.end, window.step)
+        collected.add_answers([c.name for c in FETCHED], answers, gpu_key)
+        folded_ib = [  # the IB family's own fetch + fold, per dialect present
+            IbSource()._pull_dialect(client, dialect, window).collected
+            for dialect in dialects_present(client)
+        ]
+        for pulled in (collected, *folded_ib):
+            points += sum(len(at) for folded in pulled.columns.values() for at in folded.values())
         xid = promql("gpu", gpu_dialect, "xid", by=node_by())
         answer = client.query_range(xid, window.start, window.end, window.step)
         points += sum(len(s.points) for s in answer.series)

@@ -58,7 +58,7 @@ def say(line: str = "") -> None:
 
 def history_prometheus(nodes: int, minutes: int, workdir: Path):  # noqa: ANN201 - PrometheusProcess
     """(Prometheus holding ``minutes`` of history, history end); reuses workdir's TSDB if it matches."""
-    from simulator import Cluster, ClusterSpec, write_history
+    from simulator import Cluster, ClusterSpec, ExporterOptions, write_history
     from tests.support.prometheus import PROMTOOL, PrometheusProcess
 
     meta_path, tsdb = workdir / "meta.json", workdir / "tsdb"
@@ -66,7 +66,10 @@ def history_prometheus(nodes: int, minutes: int, workdir: Path):  # noqa: ANN201
     if meta.get("nodes") != nodes or meta.get("minutes") != minutes or not tsdb.exists():
         shutil.rmtree(tsdb, ignore_errors=True)
         end = float(int(time.time() // STEP) * STEP)
-        cluster = Cluster(ClusterSpec(nodes=nodes, seed=1, epoch=datetime.fromtimestamp(end, UTC)))
+        # 8 IB ports per node, as in bench/RESULTS.md (no storage HCA: the figures stay comparable).
+        exporters = ExporterOptions(node_ib_dual_port_hca=False)
+        epoch = datetime.fromtimestamp(end, UTC)
+        cluster = Cluster(ClusterSpec(nodes=nodes, seed=1, epoch=epoch, exporters=exporters))
         began = time.perf_counter()
         stats = write_history(
             cluster, end - minutes * 60, end, float(STEP), workdir / "h.om", HISTORY_FAMILIES

@@ -13,7 +13,14 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from .coverage_catalogue import CATALOGUE, DialectSpec, FamilySpec, MetricSpec
+from .coverage_catalogue import (
+    CATALOGUE,
+    IB_FACT_QUERIES,
+    DialectSpec,
+    FamilySpec,
+    MetricSpec,
+    ib_notes,
+)
 from .prometheus import PrometheusClient
 
 OK, PARTIAL, MISSING = "ok", "partial", "missing"
@@ -22,6 +29,7 @@ FACT_QUERIES = {
     "dcgm_Hostname": 'count({__name__=~"DCGM_FI_DEV_GPU_UTIL|dcgm_gpu_utilization", Hostname!=""})',
     "dcgm_hostname": 'count({__name__=~"DCGM_FI_DEV_GPU_UTIL|dcgm_gpu_utilization", hostname!=""})',
     "pod_queue_label": 'count(kube_pod_labels{label_kueue_x_k8s_io_queue_name!=""})',
+    **IB_FACT_QUERIES,
 }
 
 
@@ -124,16 +132,23 @@ def _notes(report: list[FamilyStatus], names: set[str], facts: Mapping[str, int]
         gpu.notes.append(
             "No `Hostname`/`hostname` label on GPU series: the node comes from `node` or `instance`."
         )
-    if ib and all(
-        m in names
-        for m in ("node_infiniband_port_data_transmitted_bytes_total", "infiniband_hca_info")
-    ):
-        ib.notes.append("Both node_exporter and treydock IB metrics are present.")
+    if ib:
+        _ib_notes(ib, names, facts)
     if runs and "kube_pod_labels" in names and facts.get("pod_queue_label") == 0:
         runs.notes.append(
             "kube_pod_labels has no label_kueue_x_k8s_io_queue_name: runs get no LocalQueue. Add "
             "--metric-labels-allowlist=pods=[kueue.x-k8s.io/queue-name] to kube-state-metrics."
         )
+
+
+def _ib_notes(ib: FamilyStatus, names: set[str], facts: Mapping[str, int]) -> None:
+    """The IB family's notes and, when treydock runs without its HCA collector, the cause."""
+    notes, override = ib_notes(names, dict(facts))
+    ib.notes += notes
+    if override and ib.status == MISSING:
+        ib.cause, ib.fix = override
+        for metric in ib.metrics:
+            metric.cause, metric.fix = override
 
 
 def build_report(

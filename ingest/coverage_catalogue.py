@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .models import Family
+from .normalize import HOST_CA_PATTERN
 from .queries import DCGM_LEGACY_NAMES
 
 GPU_LABELS = ("Hostname", "hostname", "node")
@@ -111,10 +112,26 @@ _NODE_IB_COUNTERS = (
     "excessive_buffer_overrun_errors_total",
 )  # fmt: skip
 _TREYDOCK_COUNTERS = (
-    "port_transmit_data_bytes_total", "port_receive_data_bytes_total", "port_transmit_wait_total",
+    "port_transmit_data_bytes_total", "port_receive_data_bytes_total",
+    "port_transmit_packets_total", "port_receive_packets_total", "port_transmit_wait_total",
     "port_symbol_error_total", "port_link_downed_total", "port_link_error_recovery_total",
-    "port_receive_errors_total",
+    "port_receive_errors_total", "port_local_link_integrity_errors_total",
+    "port_excessive_buffer_overrun_errors_total",
 )  # fmt: skip
+#: treydock's HCA collector is off by default (collectors/hca.go: --collector.hca false).
+HCA_COLLECTOR_CAUSE = (
+    "treydock HCA collector disabled (--collector.hca): infiniband_exporter runs (its switch "
+    "series are here) but its HCA collector is off by default, so there are no HCA port "
+    "counters and no guid → node mapping."
+)
+HCA_COLLECTOR_FIX = (
+    "Start infiniband_exporter with --collector.hca (and keep the switch collector)."
+)
+TREYDOCK_NO_STATE = (
+    "treydock exports no HCA port state (no state/physical state series): ports seen only "
+    "through treydock have state unknown (NULL), and link flaps are derived from link_downed "
+    "increases alone."
+)
 IB_ABSENT = (
     "No InfiniBand metrics: the node_exporter infiniband collector is disabled "
     "(--no-collector.infiniband, or /sys/class/infiniband not mounted) and the treydock "
@@ -205,9 +222,13 @@ CATALOGUE: tuple[FamilySpec, ...] = (
                MetricSpec(NODE_IB + "info", False, NODE_LABELS)]
         ), *IB_ABSENT),
         DialectSpec("treydock infiniband_exporter", tuple(
-            [MetricSpec("infiniband_hca_" + c) for c in _TREYDOCK_COUNTERS]
-            + [MetricSpec("infiniband_hca_info", True, (), "guid → node mapping missing.",
-                          "Run infiniband_exporter with HCA collection enabled.")]
+            [MetricSpec("infiniband_hca_" + c, True, (), HCA_COLLECTOR_CAUSE, HCA_COLLECTOR_FIX)
+             for c in _TREYDOCK_COUNTERS]
+            + [MetricSpec("infiniband_hca_info", True, (), HCA_COLLECTOR_CAUSE, HCA_COLLECTOR_FIX),
+               MetricSpec("infiniband_hca_rate_bytes_per_second", False, (),
+                          HCA_COLLECTOR_CAUSE, HCA_COLLECTOR_FIX),
+               MetricSpec("infiniband_hca_uplink_info", False, (),
+                          HCA_COLLECTOR_CAUSE, HCA_COLLECTOR_FIX)]
         ), *IB_ABSENT),
     )),
     FamilySpec(Family.TOPOLOGY, "IB topology", (
@@ -239,3 +260,57 @@ CATALOGUE: tuple[FamilySpec, ...] = (
         ), *CHECKPOINT_ABSENT),
     )),
 )  # fmt: skip
+
+
+_IB_COUNTER_RE = "|".join(
+    ["port_data_transmitted_bytes", "port_data_received_bytes", "port_packets_transmitted",
+     "port_packets_received", "port_transmit_wait", "symbol_error", "link_downed",
+     "link_error_recovery", "port_errors_received", "local_link_integrity_errors",
+     "excessive_buffer_overrun_errors"]
+)  # fmt: skip
+_PORT = "instance, device, port"
+_HOST_CA_PROMQL = HOST_CA_PATTERN.replace("\\", "\\\\")  # a PromQL string escapes backslashes
+#: Facts (series counts) for the IB notes: CAs that are not host ports, devices with no counter.
+IB_FACT_QUERIES = {
+    "ib_non_host_cas": f'count(infiniband_hca_info{{hca!~"{_HOST_CA_PROMQL}"}})',
+    "ib_no_counter_ports": (
+        f"count(group by ({_PORT}) (node_infiniband_state_id) unless on ({_PORT}) "
+        f'group by ({_PORT}) ({{__name__=~"node_infiniband_({_IB_COUNTER_RE})_total"}}))'
+    ),
+}
+
+
+def ib_notes(
+    names: set[str], facts: dict[str, int] | None = None
+) -> tuple[list[str], tuple[str, str] | None]:
+    """Notes on the IB family from the metric names and ``IB_FACT_QUERIES`` facts, and a
+    (cause, fix) that overrides the family's when the cause is known better than "not deployed"."""
+    facts = facts or {}
+    node_exporter = NODE_IB + "port_data_transmitted_bytes_total" in names
+    hca_counters = "infiniband_hca_port_transmit_data_bytes_total" in names
+    switches_only = not hca_counters and "infiniband_switch_info" in names
+    notes = []
+    if node_exporter and hca_counters:
+        notes.append(
+            "Both node_exporter and treydock IB metrics are present: merged into one port model "
+            "(per port and counter, node_exporter first; the rest from treydock)."
+        )
+    if hca_counters:
+        notes.append(TREYDOCK_NO_STATE)
+    if switches_only:
+        notes.append(HCA_COLLECTOR_CAUSE + " " + HCA_COLLECTOR_FIX)
+    if facts.get("ib_non_host_cas"):
+        notes.append(
+            f"{facts['ib_non_host_cas']} treydock CA(s) are not host ports (e.g. SHARP's "
+            '"Mellanox Technologies Aggregation Node", or a node description that is neither '
+            '"<host> HCA-<N>" nor "<host> mlx5_<N>"): skipped, never made nodes.'
+        )
+    if facts.get("ib_no_counter_ports"):
+        notes.append(
+            f"{facts['ib_no_counter_ports']} node_exporter RDMA port(s) report no IB counter "
+            "(iWARP/irdma devices such as i40iw0): not IB ports, not stored or counted active."
+        )
+    override = (
+        (HCA_COLLECTOR_CAUSE, HCA_COLLECTOR_FIX) if switches_only and not node_exporter else None
+    )
+    return notes, override

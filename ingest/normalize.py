@@ -7,8 +7,8 @@ columns; duplicates of one key (the same GPU scraped through two targets)
 collapse to their max. Gauges are read at each step; counters become
 the exact increase over the step from two consecutive values, with resets
 handled like Prometheus (a drop means the counter restarted from 0) and a
-32-bit counter pegged at 4294967295 reported as unknown (None) plus a flag,
-never as 0.
+counter pegged at its maximum (``Column.pegged``: 2^width - 1, e.g. 255 for
+IB's 8-bit link_downed) reported as unknown (None) plus a flag, never as 0.
 """
 
 from __future__ import annotations
@@ -20,6 +20,13 @@ from dataclasses import dataclass, field
 from .prometheus import PrometheusError
 
 SATURATED_32 = 4294967295.0
+
+
+def counter_max(bits: int, scale: int = 1) -> float:
+    """The value a ``bits``-wide counter sticks at, times ``scale`` (node_exporter's data x4)."""
+    return float((2**bits - 1) * scale)
+
+
 Points = dict[float, float]
 #: One metric's answer folded by series key: ts → key → value.
 Folded = dict[float, dict[Hashable, float]]
@@ -144,6 +151,8 @@ class Column:
     name: str
     kind: str
     saturation_bit: int = 0
+    #: The value the source counter sticks at (saturates) instead of wrapping.
+    pegged: float = SATURATED_32
 
 
 def column_at(
@@ -153,18 +162,18 @@ def column_at(
 
     A counter's increase is ``value - previous``, or ``value`` when it dropped
     (the counter restarted from 0); unknown without a previous value or when
-    pegged at 2^32-1 (see ``saturation_masks``). Column-wise comprehensions:
+    pegged at ``column.pegged`` (see ``saturation_masks``). Column-wise comprehensions:
     a function call per value was most of the row-building time.
     """
     folded = collected.columns.get(column.name, {})
     now = folded.get(ts, _NOTHING)
     if column.kind == "gauge":
         return [now.get(key) for key in keys]
-    before = folded.get(ts - step, _NOTHING)
+    before, pegged = folded.get(ts - step, _NOTHING), column.pegged
     increases = [
         None
         if (value := now.get(key)) is None
-        or value == SATURATED_32
+        or value == pegged
         or (previous := before.get(key)) is None
         else value - previous
         if value >= previous
@@ -177,13 +186,13 @@ def column_at(
 
 
 def saturation_masks(collected: Collected, spec: Iterable[Column], ts: int) -> dict[Hashable, int]:
-    """key → bitmask of the spec columns whose 32-bit counter is pegged at ``ts`` (0: absent)."""
+    """key → bitmask of the spec columns whose counter is pegged (``Column.pegged``) at ``ts``."""
     masks: dict[Hashable, int] = {}
     for column in spec:
         if not column.saturation_bit:
             continue
         for key, value in collected.columns.get(column.name, {}).get(ts, _NOTHING).items():
-            if value == SATURATED_32:
+            if value == column.pegged:
                 masks[key] = masks.get(key, 0) | column.saturation_bit
     return masks
 
@@ -196,21 +205,56 @@ def int_label(labels: Mapping[str, str], name: str) -> int | None:
         return None
 
 
-_HCA = re.compile(r"^(?P<node>\S+)\s+(?:HCA|hca|mlx5)[-_]?(?P<index>\d+)$")
+#: A host name as a node description carries it (RFC 1123 labels, dots allowed).
+_HOST = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
+_HCA_INDEX, _DEVICE = "[1-9][0-9]{0,2}", "[a-z][a-z0-9]*_[0-9]{1,3}"
+#: MLNX_OFED's default node description: "<host> HCA-<N>", N counted from 1.
+_HCA_N = re.compile(rf"^(?P<node>{_HOST}) +HCA-(?P<index>{_HCA_INDEX})$")
+#: rdma-core's default (rdma-ndd "%h %d"): "<host> <kernel device>", e.g. "worker20 mlx5_3".
+_HOST_DEVICE = re.compile(rf"^(?P<node>{_HOST}) +(?P<device>{_DEVICE})$")
+#: Both accepted forms as one RE2-compatible pattern (coverage counts the CAs it rejects).
+HOST_CA_PATTERN = rf"{_HOST} +(?:HCA-{_HCA_INDEX}|{_DEVICE})"
+#: SHARP's in-switch aggregation manager is a CA with this node description.
+SHARP_AGGREGATION = "Mellanox Technologies Aggregation Node"
 
 
-def split_hca(hca: str) -> tuple[str, str] | None:
-    """``"gpu-017 HCA-1"`` → ``("gpu-017", "mlx5_0")``: the node and its device name.
+@dataclass(frozen=True)
+class HcaName:
+    """A treydock ``hca`` label (an IB node description) read as (node, device), or why not."""
 
-    treydock names HCAs by node description; HCA-N is the N-th adapter, which
-    the kernel (and node_exporter) calls mlx5_{N-1}, so both dialects name the
-    same port the same way.
+    node: str = ""
+    device: str = ""
+    skip: str = ""  # "" when node/device are set; else the reason (a SkipReason value)
+
+
+class SkipReason:
+    """Why a treydock CA is not a host port (counted per reason in the IB family's notes)."""
+
+    AGGREGATION_NODE = "sharp_aggregation_node"
+    UNRECOGNISED = "unrecognised_node_description"
+    NO_HCA_INFO = "no_hca_info"
+
+
+def split_hca(hca: str) -> HcaName:
+    """A node description → its node and kernel device name, or a skip reason.
+
+    Accepted (exactly two words, the first a host name):
+    ``"gpu-017 HCA-1"`` (MLNX_OFED: HCA-N is the N-th adapter, the kernel's
+    mlx5_{N-1}) → ("gpu-017", "mlx5_0"); ``"worker20 mlx5_3"`` (rdma-core's
+    default) → ("worker20", "mlx5_3"), the device taken as written. Anything
+    else (SHARP's "Mellanox Technologies Aggregation Node", a switch's name,
+    free text from a node-name map) is skipped: a guess would create a phantom node.
     """
-    match = _HCA.match(hca.strip())
-    if match is None:
-        node, _, rest = hca.strip().partition(" ")
-        return (node, rest or "mlx5_0") if node else None
-    return match["node"], f"mlx5_{int(match['index']) - 1}"
+    text = hca.strip()
+    if match := _HCA_N.match(text):
+        return HcaName(match["node"], f"mlx5_{int(match['index']) - 1}")
+    if match := _HOST_DEVICE.match(text):
+        return HcaName(match["node"], match["device"])
+    if not text:
+        return HcaName(skip=SkipReason.NO_HCA_INFO)
+    if text == SHARP_AGGREGATION:
+        return HcaName(skip=SkipReason.AGGREGATION_NODE)
+    return HcaName(skip=SkipReason.UNRECOGNISED)
 
 
 def xid_events(

@@ -10,7 +10,8 @@ from __future__ import annotations
 # ``{by}`` is replaced with the node-identity labels (INGEST_NODE_LABELS) plus
 # ``instance``; ``max by`` collapses duplicate targets and drops pod labels.
 # Counters are fetched as raw values at each step: ingest computes the exact
-# increase over the step itself (resets, 32-bit saturation) from consecutive values.
+# increase over the step itself (resets, saturation at each counter's width) from
+# consecutive values.
 # Names: NVIDIA/dcgm-exporter etc/default-counters.csv and etc/1.x-compatibility-metrics.csv,
 # go-dcgm pkg/dcgm/const_fields.go ``legacyDCGMFields`` (which 1.x names the exporter
 # accepts); docs/dcgm.md lists every default field and what ingest does with it.
@@ -97,18 +98,21 @@ _IB_TREYDOCK = {
     "rcv_errors": "infiniband_hca_port_receive_errors_total",
     "local_link_integrity": "infiniband_hca_port_local_link_integrity_errors_total",
     "excessive_buffer_overrun": "infiniband_hca_port_excessive_buffer_overrun_errors_total",
-    "state": "infiniband_hca_port_state_id",
-    "phys_state": "infiniband_hca_port_physical_state_id",
-    "rate": "infiniband_hca_port_rate_bytes_per_second",
 }
 IB_MARKERS = {"node_exporter": _IB_NODE_EXPORTER["tx_bytes"], "treydock": _IB_TREYDOCK["tx_bytes"]}
 IB: dict[str, dict[str, str]] = {
     "node_exporter": {
         c: f"max by ({{by}}, device, port) ({m})" for c, m in _IB_NODE_EXPORTER.items()
     },
+    # treydock (collectors/hca.go): no HCA port state series at all; the rate is per CA
+    # (``infiniband_hca_rate_bytes_per_second{guid}``), spread here to each port of the guid.
     "treydock": {
         **{c: f"max by (guid, port) ({m})" for c, m in _IB_TREYDOCK.items()},
-        # guid -> "gpu-017 HCA-1", over the whole window so a port seen early still maps.
+        "rate": (
+            f"max by (guid, port) (0 * {_IB_TREYDOCK['tx_bytes']} + on (guid) group_left () "
+            "max by (guid) (infiniband_hca_rate_bytes_per_second))"
+        ),
+        # guid -> "gpu-017 HCA-1" / "worker20 mlx5_3", over the window so a port seen early maps.
         "hca_info": "max by (guid, hca) (last_over_time(infiniband_hca_info[{range}]))",
     },
 }
@@ -116,6 +120,9 @@ TOPOLOGY: dict[str, dict[str, str]] = {
     "treydock": {
         "uplinks": "max by (guid, port, switch, uplink, uplink_guid, uplink_type, uplink_port) "
         "(last_over_time(infiniband_switch_uplink_info[{range}]))",
+        # The HCA side (HCA collector only): guid/port = the HCA's, uplink = its leaf switch.
+        "hca_uplinks": "max by (guid, port, hca, uplink, uplink_guid, uplink_type, uplink_port) "
+        "(last_over_time(infiniband_hca_uplink_info[{range}]))",
         "switches": "max by (guid, switch) (last_over_time(infiniband_switch_info[{range}]))",
     },
 }

@@ -350,7 +350,9 @@ def latest_per_node(now: datetime | None = None) -> dict[str, NodeLatest]:
         [since],
     )
     ib = _fetch(
-        "SELECT n.name, max(l.ts), sum(l.tx_bytes), sum(l.rx_bytes), count(*) FILTER (WHERE l.state = 4) FROM ("
+        # active_ports is NULL (unknown) when no port reports a state (treydock exports none).
+        "SELECT n.name, max(l.ts), sum(l.tx_bytes), sum(l.rx_bytes),"
+        " CASE WHEN count(l.state) = 0 THEN NULL ELSE count(*) FILTER (WHERE l.state = 4) END FROM ("
         " SELECT DISTINCT ON (port_id) * FROM ingest_ibsample WHERE ts >= %s ORDER BY port_id, ts DESC) l"
         " JOIN ingest_node n ON n.id = l.node_id GROUP BY n.name",
         [since],

@@ -84,9 +84,18 @@ def scope(promql: str, matcher: str, metrics: set[str]) -> str:
 class ScopedClient(PrometheusClient):
     """A client whose queries see only one shard's nodes (shares the base client's session)."""
 
-    def __init__(self, base: PrometheusClient, matcher: str) -> None:  # noqa: D107
+    def __init__(  # noqa: D107
+        self, base: PrometheusClient, matcher: str, shard: tuple[int, int] | None = None
+    ) -> None:
         self.url, self.timeout, self.connection = base.url, base.timeout, base.connection
         self.base, self.matcher = base, matcher
+        # (index, count): sources whose series carry no node label (treydock IB) read through
+        # ``base`` and keep the nodes with ``owns`` (each node in exactly one shard).
+        self.shard = shard
+
+    def owns(self, node: str) -> bool:
+        """True when ``node`` belongs to this shard (always, for a client without a shard)."""
+        return self.shard is None or shard_of(node, self.shard[1]) == self.shard[0]
 
     def known_metrics(self) -> set[str]:
         """The base client's (cached) metric names: the names ``scope`` scopes."""
@@ -316,12 +325,18 @@ def _run(
     outcome: services.CycleOutcome,
 ) -> None:
     published: list[tuple[datetime, datetime]] = []
-    empty = order["label"] is not None and not order["values"]
+    # An IB shard with no node_exporter node may still own treydock-only nodes.
+    fabric = order["family"] == Family.IB and IB_MARKERS["treydock"] in client.known_metrics()
+    empty = order["label"] is not None and not order["values"] and not fabric
     source = _EmptyShard(order["family"]) if empty else source_for(order["family"])
     scoped = (
         client
         if order["label"] is None
-        else ScopedClient(client, regex_matcher(order["label"], order["values"]))
+        else ScopedClient(
+            client,
+            regex_matcher(order["label"], order["values"]),
+            (order["shard"], order["shards"]),
+        )
     )
 
     def commit(chunk_source: Source, batch: Batch) -> int:

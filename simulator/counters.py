@@ -9,7 +9,30 @@ from simulator.model import Cluster, NodeState
 from simulator.rng import unit
 from simulator.topology import Node
 
-SATURATED = 4294967295.0  # non-extended (32-bit) IB counters stick here
+SATURATED = 4294967295.0  # a 32-bit IB counter (PortXmitWait) sticks here
+#: IBA PortCounters widths in bits, as Linux exposes them in sysfs (drivers/infiniband/core/
+#: sysfs.c PORT_PMA_ATTR): a counter saturates at 2^width - 1 instead of wrapping. Data and
+#: packets are 64-bit (PortCountersExtended) on every HCA simulated here: they never peg.
+WIDTH_BITS = {
+    "symbol_error": 16,
+    "port_rcv_errors": 16,
+    "link_error_recovery": 8,
+    "link_downed": 8,
+    "local_link_integrity": 4,
+    "excessive_buffer_overrun": 4,
+    "transmit_wait": 32,
+    "tx_bytes": 64,
+    "rx_bytes": 64,
+    "tx_packets": 64,
+    "rx_packets": 64,
+}
+
+
+def pegged(counter: str) -> float:
+    """The value ``counter`` (a PortSample attribute) sticks at: 2^width - 1."""
+    return float(2 ** WIDTH_BITS[counter] - 1)
+
+
 IDLE_BYTES_PER_SECOND = 2.0e4  # subnet management and monitoring chatter on an idle port
 BYTES_PER_PACKET = 3900.0
 WAIT_PER_BYTE = 5.0e-8  # xmit_wait ticks per byte sent under normal load
@@ -111,10 +134,10 @@ class PortModel:
             tx_packets=tx / BYTES_PER_PACKET,
             rx_packets=rx / BYTES_PER_PACKET,
             transmit_wait=min(SATURATED, tx * WAIT_PER_BYTE + wait_extra),
-            symbol_error=min(SATURATED, symbols),
-            link_error_recovery=min(SATURATED, 2 * downs),
-            link_downed=min(SATURATED, downs),
-            port_rcv_errors=min(SATURATED, symbols * 0.05),
+            symbol_error=min(pegged("symbol_error"), symbols),
+            link_error_recovery=min(pegged("link_error_recovery"), 2 * downs),
+            link_downed=min(pegged("link_downed"), downs),
+            port_rcv_errors=min(pegged("port_rcv_errors"), symbols * 0.05),
             state=STATE_DOWN if is_down else STATE_ACTIVE,
             physical_state=PHYS_POLLING if is_down else PHYS_LINKUP,
         )
@@ -143,7 +166,7 @@ class PortModel:
     ) -> PortSample:
         counter = str(fault.params["counter"])
         if fault.covers(state.t):
-            return _with(raw, counter, SATURATED)
+            return _with(raw, counter, pegged(counter))
         if fault.end <= state.boot or fault.end > state.t:
             return raw
         # Cleared when the fault ended (perfquery -R): the counter restarts from zero there.

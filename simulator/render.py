@@ -54,9 +54,9 @@ class Renderer:
             dcgm.render(samples, self._labels(state), self.options, lines)
         elif target.dialect == Dialect.NODE_IB:
             state = cluster.state(cluster.node(target.node or ""), t)
-            node_ib.render(self._port_samples(state), lines)
+            node_ib.render(self._port_samples(state), lines, self.options, state)
         elif target.dialect == Dialect.TREYDOCK:
-            treydock.render(cluster.topology, self._fabric(t), lines)
+            treydock.render(cluster.topology, self._fabric(t), lines, self.options)
         elif target.dialect == Dialect.KSM:
             ksm.render(
                 [cluster.state(n, t) for n in cluster.nodes], lines, self.options.ksm_reason_zeros

@@ -49,6 +49,19 @@ class ExporterOptions:
     dcgm_mig_instances: int = 0
     # kube-state-metrics up to v2.19 emits every kube_pod_status_reason with 0/1; v2.20 only the set one.
     ksm_reason_zeros: bool = False
+    # --- InfiniBand (docs/infiniband.md) ---
+    # treydock's --collector.hca. Upstream it is OFF by default (collectors/hca.go); on here so
+    # the fabric view has HCA ports. False: only switch series (coverage names the flag).
+    treydock_hca_collector: bool = True
+    # HCA node descriptions: "rdma" = rdma-core's default "<host> mlx5_N", "mlnx" =
+    # MLNX_OFED's "<host> HCA-<N+1>".
+    treydock_hca_names: str = "rdma"
+    # One SHARP "Mellanox Technologies Aggregation Node" CA per leaf group (not a host port).
+    treydock_aggregation_node: bool = True
+    # node_exporter: an iWARP RDMA device (i40iw0: info, state and rate, no counter at all).
+    node_ib_iwarp_device: bool = True
+    # node_exporter: a dual-port storage HCA (mlx5_<gpus>, ports 1 and 2) beside the rails.
+    node_ib_dual_port_hca: bool = True
 
 
 def default_epoch() -> datetime:

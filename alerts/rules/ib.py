@@ -205,7 +205,9 @@ def _state_returns(
 
 @register
 class IbCounterSaturated(BaseRule):
-    """A 32-bit IB counter is pegged at 4294967295: its rate reads 0, so the port must be flagged."""
+    """An IB counter is pegged at its width's maximum (e.g. 255 for the 8-bit link_downed,
+    65535 for symbol_error, 2^32-1 for xmit_wait): it no longer counts, so the port is flagged
+    (ingest stores the value NULL and sets the counter's bit in ``saturated``)."""
 
     id = "ib_counter_saturated"
     needs = ("ib", "leaf_switches")

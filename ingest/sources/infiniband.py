@@ -1,17 +1,21 @@
 """InfiniBand family: per node port throughput, wait, error increases, state and rate.
 
-Dialects: ``node_exporter`` (node = the target's host through node identity;
+Dialects (docs/infiniband.md): ``node_exporter`` (node from node identity,
 ``device``/``port`` labels) and ``treydock`` (one exporter for the fabric; a
 port's ``guid`` maps to its node and device through ``infiniband_hca_info``'s
-``hca`` label, e.g. "gpu-017 HCA-1" → gpu-017 / mlx5_0). Auto-detected,
-node_exporter preferred when both exist; INGEST_IB_DIALECT forces one. Rates
-and increases come from consecutive raw counter values; a 32-bit counter pegged
-at 4294967295 sets its bit in ``saturated`` and its value is NULL, never 0.
+``hca`` label, ``normalize.split_hca``). Auto-detection reads every dialect
+present and merges them into ONE port model keyed by (node, device, port):
+each counter of a port comes from node_exporter when node_exporter has it for
+that port anywhere in the window, else from treydock. INGEST_IB_DIALECT forces
+one dialect. A device that reports no IB counter at all (iWARP ``i40iw0``,
+``irdma``: node_exporter still exports its state and rate) is not an IB port.
+A counter a port does not export is NULL; a counter pegged at its width's
+maximum (``SPEC``) sets its bit in ``saturated`` and its value is NULL.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -21,37 +25,58 @@ from ..models import Family
 from ..normalize import (
     Collected,
     Column,
+    Folded,
     column_at,
+    counter_max,
     int_label,
     saturation_masks,
     split_hca,
     steps,
 )
 from ..prometheus import PrometheusClient
-from ..queries import IB_MARKERS, promql
+from ..queries import IB, IB_MARKERS, promql
 from ..store import IB_TABLE, insert_rows, timestamps, upsert_nodes, upsert_ports
 from .base import Batch, Source, StoreResult, Window
 from .dcgm import node_by
 
-#: Stored columns in ``IB_TABLE`` order (before ``saturated``), with their saturation bit.
+#: Stored columns in ``IB_TABLE`` order (before ``saturated``): saturation bit and the value
+#: the counter sticks at. Widths: Linux drivers/infiniband/core/sysfs.c PORT_PMA_ATTR (what
+#: node_exporter reads) = IBA PortCounters; data/packets 32-bit there unless the HCA has the
+#: extended counters (64-bit, never pegged in practice); data are x4 (bytes, not words).
 SPEC = (
-    Column("tx_bytes", "rate", 1 << 0),
-    Column("rx_bytes", "rate", 1 << 1),
-    Column("tx_packets", "rate", 1 << 2),
-    Column("rx_packets", "rate", 1 << 3),
-    Column("xmit_wait", "rate", 1 << 4),
-    Column("symbol_errors", "increase", 1 << 5),
-    Column("link_downed", "increase", 1 << 6),
-    Column("link_error_recovery", "increase", 1 << 7),
-    Column("rcv_errors", "increase", 1 << 8),
-    Column("local_link_integrity", "increase", 1 << 9),
-    Column("excessive_buffer_overrun", "increase", 1 << 10),
+    Column("tx_bytes", "rate", 1 << 0, counter_max(32, 4)),
+    Column("rx_bytes", "rate", 1 << 1, counter_max(32, 4)),
+    Column("tx_packets", "rate", 1 << 2, counter_max(32)),
+    Column("rx_packets", "rate", 1 << 3, counter_max(32)),
+    Column("xmit_wait", "rate", 1 << 4, counter_max(32)),
+    Column("symbol_errors", "increase", 1 << 5, counter_max(16)),
+    Column("link_downed", "increase", 1 << 6, counter_max(8)),
+    Column("link_error_recovery", "increase", 1 << 7, counter_max(8)),
+    Column("rcv_errors", "increase", 1 << 8, counter_max(16)),
+    Column("local_link_integrity", "increase", 1 << 9, counter_max(4)),
+    Column("excessive_buffer_overrun", "increase", 1 << 10, counter_max(4)),
     Column("rate", "gauge"),
     Column("state", "gauge"),
     Column("phys_state", "gauge"),
 )
 SATURATION_BITS = {column.name: column.saturation_bit for column in SPEC if column.saturation_bit}
-PortKey = tuple[str, str, int, str]  # node, device, port, guid
+COUNTERS = tuple(column.name for column in SPEC if column.kind != "gauge")
+SMALLINT_COLUMNS = tuple(i for i, column in enumerate(SPEC) if column.name.endswith("state"))
+#: Dialects in merge preference order (the first that has a counter for a port wins).
+PREFERENCE = ("node_exporter", "treydock")
+NO_IB_COUNTERS = "no_ib_counters"
+PortKey = tuple[str, str, int]  # node, device, port
+FOREIGN: PortKey = ("", "", -1)  # a port of a node another shard owns
+
+
+@dataclass
+class DialectPull:
+    """One dialect's answers folded by port key, the GUIDs it named, the CAs it skipped."""
+
+    dialect: str
+    collected: Collected
+    guids: dict[PortKey, str] = field(default_factory=dict)
+    skipped_cas: dict[str, set[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -64,37 +89,94 @@ class IbPayload:
 
 
 def node_exporter_key(labels: Mapping[str, str]) -> PortKey | None:
-    """(node, device, port, "") of a node_exporter series."""
+    """(node, device, port) of a node_exporter series."""
     node, port, device = node_name(labels), int_label(labels, "port"), labels.get("device")
-    return None if node is None or port is None or not device else (node, device, port, "")
+    return None if node is None or port is None or not device else (node, device, port)
 
 
-def treydock_keyer(
-    hca_by_guid: Mapping[str, str],
-) -> Callable[[Mapping[str, str]], Hashable | None]:
-    """A key function mapping treydock's (guid, port) to (node, device, port, guid)."""
+class TreydockKeyer:
+    """Maps treydock's (guid, port) to (node, device, port); records GUIDs and skipped CAs."""
 
-    def key(labels: Mapping[str, str]) -> PortKey | None:
+    def __init__(  # noqa: D107
+        self,
+        hca_by_guid: Mapping[str, str],
+        pulled: DialectPull,
+        owns: Callable[[str], bool] | None = None,
+    ) -> None:
+        self.hca_by_guid, self.pulled, self.owns = hca_by_guid, pulled, owns
+
+    def __call__(self, labels: Mapping[str, str]) -> PortKey | None:
+        """The port key, or None (and the CA counted under its skip reason)."""
         guid, port = labels.get("guid", ""), int_label(labels, "port")
-        located = split_hca(hca_by_guid.get(guid, ""))
-        return None if located is None or port is None else (*located, port, guid)
+        name = split_hca(self.hca_by_guid.get(guid, ""))
+        if name.skip:
+            self.pulled.skipped_cas.setdefault(name.skip, set()).add(guid)
+            return None
+        if port is None:
+            return None
+        if self.owns is not None and not self.owns(name.node):
+            return FOREIGN  # another shard's node: dropped after folding, not "skipped"
+        key = (name.node, name.device, port)
+        self.pulled.guids[key] = guid
+        return key
 
-    return key
+
+def dialects_present(client: PrometheusClient) -> list[str]:
+    """The dialects to read: the forced one, else every one whose marker Prometheus has."""
+    forced = settings.INGEST_IB_DIALECT
+    if forced != "auto":
+        return [forced]
+    known = client.known_metrics()
+    found = [d for d in PREFERENCE if IB_MARKERS[d] in known]
+    return found or [PREFERENCE[0]]
 
 
-def build_rows(collected: Collected, times: list[int], step: int, payload: IbPayload) -> None:
-    """Per (port, step) rows: values in SPEC order, then the saturation mask."""
-    keys = collected.keys()
+def merge(pulls: list[DialectPull]) -> Collected:
+    """One port model: per (port, counter), the first dialect in ``pulls`` that has it."""
+    if len(pulls) == 1:  # the common case: nothing to merge, no copy (the hot path at scale)
+        return pulls[0].collected
+    merged = Collected(skipped=sum(p.collected.skipped for p in pulls))
+    for column in SPEC:
+        into: Folded = {}
+        have: set = set()
+        for pulled in pulls:
+            source = pulled.collected.columns.get(column.name, {})
+            for ts, values in source.items():
+                fresh = {k: v for k, v in values.items() if k not in have}
+                if fresh:
+                    into.setdefault(ts, {}).update(fresh)
+            have |= pulled.collected.keys_of(column.name)
+        if into:
+            merged.columns[column.name] = into
+    return merged
+
+
+def ib_ports(collected: Collected) -> tuple[list[PortKey], int]:
+    """Keys with at least one IB counter in the window (sorted), and how many devices had none."""
+    with_counters: set = set().union(*(collected.keys_of(name) for name in COUNTERS))
+    every = collected.keys()
+    return sorted(with_counters), len(every) - len(with_counters)
+
+
+def build_rows(
+    collected: Collected,
+    keys: list[PortKey],
+    guids: Mapping[PortKey, str],
+    step: int,
+    payload: IbPayload,
+) -> None:
+    """Per (port, step) rows of ``keys``: values in SPEC order, then the saturation mask."""
     first: dict[str, int] = {}
     last: dict[str, int] = {}
-    for ts in times:
+    full = [(*key, guids.get(key, "")) for key in keys]
+    for ts in payload.times[1:]:
         columns = [column_at(collected, column, keys, ts, step) for column in SPEC]
-        for index in (12, 13):  # state / phys_state are smallint columns
+        for index in SMALLINT_COLUMNS:
             columns[index] = [None if v is None else int(v) for v in columns[index]]
         masks = saturation_masks(collected, SPEC, ts)
         rows = [
-            (ts, key, *values, masks.get(key, 0))
-            for key, values in zip(keys, zip(*columns, strict=True), strict=True)
+            (ts, port, *values, masks.get(key, 0))
+            for key, port, values in zip(keys, full, zip(*columns, strict=True), strict=True)
             if key in masks or values.count(None) < len(SPEC)
         ]
         payload.rows += rows
@@ -104,39 +186,64 @@ def build_rows(collected: Collected, times: list[int], step: int, payload: IbPay
     payload.seen = {node: (ts, last[node]) for node, ts in first.items()}
 
 
+def skip_notes(pulls: list[DialectPull], no_counters: int, stateless: int) -> list[str]:
+    """Per-reason skip counts for the family's notes (CAs by GUID, devices by port)."""
+    notes = [f"dialect={'+'.join(p.dialect for p in pulls)}"]
+    for pulled in pulls:
+        for reason, guids in sorted(pulled.skipped_cas.items()):
+            notes.append(f"skipped {pulled.dialect} CAs {reason}={len(guids)}")
+    if no_counters:
+        notes.append(f"skipped devices {NO_IB_COUNTERS}={no_counters}")
+    if stateless:
+        notes.append(f"ports without port state (treydock exports none): {stateless}")
+    return notes
+
+
 class IbSource(Source):
-    """IB exporter → ``IbPort`` and ``IbSample`` rows."""
+    """IB exporters → ``IbPort`` and ``IbSample`` rows."""
 
     family = Family.IB
 
-    def _key_function(self, client: PrometheusClient, dialect: str, window: Window) -> Callable:
-        if dialect == "node_exporter":
-            return node_exporter_key
-        span = int((window.end - window.start).total_seconds()) + 300
-        info = client.query(promql("ib", dialect, "hca_info", range=f"{span}s"), at=window.end)
-        return treydock_keyer(
-            {s.labels.get("guid", ""): s.labels.get("hca", "") for s in info.series}
-        )
-
-    def pull(self, client: PrometheusClient, window: Window) -> Batch:
-        """One query_range per counter/gauge over the window's steps (counters: from its start)."""
-        dialect = client.detect_dialect(IB_MARKERS, settings.INGEST_IB_DIALECT)
-        key_of, collected, by = self._key_function(client, dialect, window), Collected(), node_by()
+    def _pull_dialect(self, client: PrometheusClient, dialect: str, window: Window) -> DialectPull:
+        pulled = DialectPull(dialect, Collected())
+        key_of: Callable[[Mapping[str, str]], PortKey | None] = node_exporter_key
+        if dialect == "treydock":
+            # treydock has no node label: a shard reads the whole fabric, keeps its own nodes.
+            client, owns = getattr(client, "base", client), getattr(client, "owns", None)
+            span = int((window.end - window.start).total_seconds()) + 300
+            info = client.query(promql("ib", dialect, "hca_info", range=f"{span}s"), at=window.end)
+            hcas = {s.labels.get("guid", ""): s.labels.get("hca", "") for s in info.series}
+            key_of = TreydockKeyer(hcas, pulled, owns)
+            pulled.collected.skipped += info.skipped
+        by = node_by()
+        columns = [c for c in SPEC if c.name in IB[dialect]]  # treydock has no port state
         queries = [
-            (promql("ib", dialect, column.name, by=by), window.fetch_start(column.kind))
-            for column in SPEC
+            (promql("ib", dialect, c.name, by=by), window.fetch_start(c.kind)) for c in columns
         ]
         answers = client.query_ranges(queries, window.end, window.step)
-        collected.add_answers([column.name for column in SPEC], answers, key_of)
+        pulled.collected.add_answers([c.name for c in columns], answers, key_of)
+        for folded in pulled.collected.columns.values():
+            for values in folded.values():
+                values.pop(FOREIGN, None)
+        return pulled
+
+    def pull(self, client: PrometheusClient, window: Window) -> Batch:
+        """Per dialect present, one query_range per column (counters from the window start)."""
+        pulls = [self._pull_dialect(client, d, window) for d in dialects_present(client)]
+        collected = merge(pulls)
+        keys, no_counters = ib_ports(collected)
+        guids: dict[PortKey, str] = {}
+        for pulled in reversed(pulls):
+            guids.update(pulled.guids)
         start, end = int(window.start.timestamp()), int(window.end.timestamp())
         payload = IbPayload(times=[start, *steps(start, end, window.step)])
-        build_rows(collected, payload.times[1:], window.step, payload)
+        build_rows(collected, keys, guids, window.step, payload)
         return Batch(
             self.family,
             window,
             payload=payload,
             skipped=collected.skipped,
-            notes=[f"dialect={dialect}"],
+            notes=skip_notes(pulls, no_counters, len(set(keys) - collected.keys_of("state"))),
         )
 
     def store(self, batch: Batch) -> StoreResult:

@@ -2,15 +2,19 @@
 
 From treydock's ``infiniband_switch_uplink_info`` (one series per switch port
 with a CA on the far end: ``uplink`` "gpu-017 HCA-1", ``uplink_guid``,
-``uplink_port``) named through ``infiniband_switch_info``. Sets
-``IbPort.leaf_switch``/``switch_port`` and ``Node.leaf_switch`` (its ports' most
-common leaf). Without those series the family stores nothing: topology is optional.
+``uplink_port``) and, when its HCA collector runs, ``infiniband_hca_uplink_info``
+(the HCA side: ``hca``, ``port``, ``uplink`` = the switch, ``uplink_port``),
+switches named through ``infiniband_switch_info``. CA names go through
+``normalize.split_hca``: a non-host CA (SHARP aggregation node) is skipped and
+counted per reason in the notes. Sets ``IbPort.leaf_switch``/``switch_port``
+and ``Node.leaf_switch`` (its ports' most common leaf). Without those series
+the family stores nothing: topology is optional.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.db import connection
 
@@ -34,42 +38,86 @@ class Uplink:
     switch_port: str
 
 
-def uplinks_from(uplink_series: list, switch_names: dict[str, str]) -> tuple[list[Uplink], int]:
-    """Decode uplink info series into ``Uplink``s; returns them and the count skipped."""
-    uplinks, skipped = [], 0
+@dataclass
+class Decoded:
+    """Uplinks by port, malformed series skipped, non-host CAs skipped per reason (by GUID)."""
+
+    uplinks: dict[tuple[str, str, int], Uplink] = field(default_factory=dict)
+    skipped: int = 0
+    skipped_cas: dict[str, set[str]] = field(default_factory=dict)
+
+    def add(self, ca: str, guid: str, port: int | None, leaf: str, switch_port: str) -> None:
+        """One CA port and its switch port (a CA that is not a host port is counted, not kept)."""
+        name = split_hca(ca)
+        if name.skip:
+            self.skipped_cas.setdefault(name.skip, set()).add(guid)
+        elif port is None or not leaf:
+            self.skipped += 1
+        else:
+            key = (name.node, name.device, port)
+            self.uplinks.setdefault(key, Uplink(*key, guid, leaf, switch_port))
+
+    def notes(self) -> list[str]:
+        """``skipped CAs <reason>=<count>`` per reason."""
+        return [f"skipped CAs {r}={len(g)}" for r, g in sorted(self.skipped_cas.items())]
+
+
+def uplinks_from(uplink_series: list, switch_names: dict[str, str], into: Decoded) -> None:
+    """Switch side: ``infiniband_switch_uplink_info`` series whose far end is a CA."""
     for series in uplink_series:
         labels = series.labels
-        located = split_hca(labels.get("uplink", ""))
-        port = int_label(labels, "uplink_port")
-        if labels.get("uplink_type", "CA") != "CA" or located is None or port is None:
-            skipped += 1
-            continue
+        if labels.get("uplink_type", "CA") != "CA":
+            continue  # switch-to-switch links are not node ports
         leaf = switch_names.get(labels.get("guid", ""), "") or labels.get("switch", "")
-        uplinks.append(
-            Uplink(*located, port, labels.get("uplink_guid", ""), leaf, labels.get("port", ""))
+        into.add(
+            labels.get("uplink", ""),
+            labels.get("uplink_guid", ""),
+            int_label(labels, "uplink_port"),
+            leaf,
+            labels.get("port", ""),
         )
-    return uplinks, skipped
+
+
+def hca_uplinks_from(uplink_series: list, switch_names: dict[str, str], into: Decoded) -> None:
+    """HCA side: ``infiniband_hca_uplink_info`` series whose far end is a switch."""
+    for series in uplink_series:
+        labels = series.labels
+        if labels.get("uplink_type", "SW") != "SW":
+            continue  # a back-to-back CA link has no leaf switch
+        leaf = switch_names.get(labels.get("uplink_guid", ""), "") or labels.get("uplink", "")
+        into.add(
+            labels.get("hca", ""),
+            labels.get("guid", ""),
+            int_label(labels, "port"),
+            leaf,
+            labels.get("uplink_port", ""),
+        )
 
 
 class TopologySource(Source):
-    """infiniband_switch_uplink_info → IbPort.leaf_switch / switch_port, Node.leaf_switch."""
+    """Switch and HCA uplink info → IbPort.leaf_switch / switch_port, Node.leaf_switch."""
 
     family = Family.TOPOLOGY
 
     def pull(self, client: PrometheusClient, window: Window) -> Batch:
-        """Two instant queries at the window end, looking back over the window."""
+        """Three instant queries at the window end (switches, switch side, HCA side), looking
+        back over the window."""
         span = f"{int((window.end - window.start).total_seconds()) + 300}s"
         switches = client.query(
             promql("topology", "treydock", "switches", range=span), at=window.end
         )
         names = {s.labels.get("guid", ""): s.labels.get("switch", "") for s in switches.series}
-        answer = client.query(promql("topology", "treydock", "uplinks", range=span), at=window.end)
-        uplinks, skipped = uplinks_from(answer.series, names)
+        decoded = Decoded(skipped=switches.skipped)
+        for name, decode in (("uplinks", uplinks_from), ("hca_uplinks", hca_uplinks_from)):
+            answer = client.query(promql("topology", "treydock", name, range=span), at=window.end)
+            decode(answer.series, names, decoded)
+            decoded.skipped += answer.skipped
         return Batch(
             self.family,
             window,
-            payload=uplinks,
-            skipped=skipped + answer.skipped + switches.skipped,
+            payload=sorted(decoded.uplinks.values(), key=lambda u: (u.node, u.device, u.port)),
+            skipped=decoded.skipped,
+            notes=decoded.notes(),
         )
 
     def store(self, batch: Batch) -> StoreResult:

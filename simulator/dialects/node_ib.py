@@ -1,9 +1,19 @@
-"""node_exporter's infiniband collector: per (device, port) counters and states of one node."""
+"""node_exporter's infiniband collector: per (device, port) counters and states of one node.
+
+As node_exporter emits them (collector/infiniband_linux.go, fixtures/e2e-output.txt): every
+RDMA device under /sys/class/infiniband, so beside the rail HCAs mlx5_0..N-1 an iWARP
+``i40iw0`` (its counters read "N/A (no PMA)": info, state and rate only) and a dual-port
+storage HCA; a counter exists only where its sysfs file does.
+"""
 
 from __future__ import annotations
 
-from simulator.counters import PORT_RATE_BYTES, PortSample
+from dataclasses import dataclass
+
+from simulator.counters import IDLE_BYTES_PER_SECOND, PORT_RATE_BYTES, PortSample
 from simulator.exposition import COUNTER, GAUGE, Family, Lines, big, label_str
+from simulator.model import NodeState
+from simulator.spec import ExporterOptions
 
 P = "node_infiniband_"
 # (family name, PortSample attribute or constant, type, help)
@@ -89,34 +99,89 @@ INFO = Family(
     P + "info", GAUGE, "Non-numeric data from /sys/class/infiniband/<device>, value is always 1."
 )
 FAMILIES = [Family(n, COUNTER, h) for n, _a, h in COUNTERS] + [STATE, PHYSICAL, RATE, INFO]
+RAIL_INFO = ("MT_0000000838", "28.39.1002", "MT4129")  # board_id, firmware_version, hca_type
+STORAGE_INFO = ("MT_0000000970", "28.39.1002", "MT4129")
+IWARP = ("i40iw0", ("I40IW Board ID", "0.2", "I40IW"), 1.25e9)  # e2e-output.txt's device
+STORAGE_RATE = 25e9  # HDR 200 Gb/s
+STORAGE_SHARE = 50.0  # storage traffic: 50 x the idle chatter (about 1 MB/s)
+
+
+@dataclass(frozen=True)
+class Port:
+    """One RDMA port as node_exporter lists it: labels, counters (None: no counter files)."""
+
+    device: str
+    port: int
+    sample: PortSample | None
+    rate: float
+
+    @property
+    def labels(self) -> str:
+        """device/port labels."""
+        return label_str((("device", self.device), ("port", str(self.port))))
 
 
 def port_labels(port: int) -> str:
-    """device/port labels of one HCA port."""
+    """device/port labels of one rail HCA port (mlx5_<port>, port 1)."""
     return label_str((("device", f"mlx5_{port}"), ("port", "1")))
 
 
-def render(samples: list[PortSample], lines: Lines) -> None:
-    """Write one node's infiniband collector exposition from its per-port samples."""
-    labels = [port_labels(p) for p in range(len(samples))]
+def storage_sample(state: NodeState, port: int) -> PortSample:
+    """A storage HCA port: steady low traffic, no errors, active."""
+    moved = IDLE_BYTES_PER_SECOND * STORAGE_SHARE * max(state.t - state.boot, 0.0) / port
+    return PortSample(moved, moved, moved / 4096, moved / 4096, 0.0, 0.0, 0.0, 0.0, 0.0, 4, 5)
+
+
+def node_ports(
+    samples: list[PortSample], options: ExporterOptions, state: NodeState | None
+) -> list[Port]:
+    """Every port node_exporter lists, in its output order (device, then port)."""
+    ports = [Port(f"mlx5_{p}", 1, s, PORT_RATE_BYTES) for p, s in enumerate(samples)]
+    if options.node_ib_dual_port_hca and state is not None:
+        device = f"mlx5_{len(samples)}"
+        ports += [Port(device, n, storage_sample(state, n), STORAGE_RATE) for n in (1, 2)]
+    if options.node_ib_iwarp_device:
+        ports.append(Port(IWARP[0], 1, None, IWARP[2]))
+    return sorted(ports, key=lambda p: (p.device, str(p.port)))
+
+
+def render(
+    samples: list[PortSample],
+    lines: Lines,
+    options: ExporterOptions | None = None,
+    state: NodeState | None = None,
+) -> None:
+    """Write one node's infiniband collector exposition from its rail ports' samples."""
+    ports = node_ports(samples, options or ExporterOptions(), state)
+    counted = [p for p in ports if p.sample is not None]
+    labels = [p.labels for p in counted]
     for (name, attr, _help_text), family in zip(COUNTERS, FAMILIES, strict=False):
         lines.family(family)
         if attr == "zero":
-            lines.samples(name, labels, ["0"] * len(samples))
+            lines.samples(name, labels, ["0"] * len(counted))
         else:
-            lines.samples(name, labels, [big(getattr(s, attr)) for s in samples])
+            lines.samples(name, labels, [big(getattr(p.sample, attr)) for p in counted])
     for family, attr in ((STATE, "state"), (PHYSICAL, "physical_state")):
         lines.family(family)
-        lines.samples(family.name, labels, [str(getattr(s, attr)) for s in samples])
+        lines.samples(family.name, [p.labels for p in ports], [_gauge(p, attr) for p in ports])
     lines.family(RATE)
-    for label in labels:
-        lines.sample(RATE.name, label, big(PORT_RATE_BYTES))
+    for port in ports:
+        lines.sample(RATE.name, port.labels, big(port.rate))
     lines.family(INFO)
-    for p in range(len(samples)):
-        info = (
-            ("board_id", "MT_0000000838"),
-            ("device", f"mlx5_{p}"),
-            ("firmware_version", "28.39.1002"),
-            ("hca_type", "MT4129"),
-        )
-        lines.sample(INFO.name, label_str(info), "1")
+    for device in sorted({p.device for p in ports}):
+        lines.sample(INFO.name, _info(device, len(samples)), "1")
+
+
+def _gauge(port: Port, attr: str) -> str:
+    if port.sample is None:  # the iWARP device: ACTIVE / LinkUp, as in node_exporter's fixture
+        return "4" if attr == "state" else "5"
+    return str(getattr(port.sample, attr))
+
+
+def _info(device: str, rails: int) -> str:
+    if device == IWARP[0]:
+        board, firmware, hca = IWARP[1]
+    else:
+        board, firmware, hca = STORAGE_INFO if device == f"mlx5_{rails}" else RAIL_INFO
+    pairs = (("board_id", board), ("device", device), ("firmware_version", firmware))
+    return label_str((*pairs, ("hca_type", hca)))

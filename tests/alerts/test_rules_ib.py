@@ -71,6 +71,31 @@ def test_state_leaving_active_and_returning_is_a_flap_but_staying_down_is_not() 
     assert [(f.labels["node"], f.state) for f in found] == [("gpu-001", "firing")]
 
 
+def test_a_port_without_state_flaps_on_link_downed_alone() -> None:
+    # treydock exports no port state: its ports' state is NULL (None), never "not active".
+    rows = [errors("o0001", "mlx5_0", NOW - 120, link_downed=1.0, state=None)]
+    ib = ib_series("o0001", "mlx5_0", NOW - 600, NOW, state=None)
+    (found,) = findings("ib_link_flap", data(NOW, ib_errors=rows, ib=ib))
+    assert (found.labels, found.state, found.detail.value) == (
+        {"node": "o0001", "device": "mlx5_0", "port": "1"},
+        "firing",
+        1.0,
+    )
+    quiet = [errors("o0002", "mlx5_0", NOW - 120, symbol_errors=1.0, state=None)]
+    assert findings("ib_link_flap", data(NOW, ib_errors=quiet, ib=ib)) == []
+
+
+def test_a_pegged_narrow_counter_is_flagged_with_its_bit() -> None:
+    # link_downed pegged at 255 (8 bits): ingest stores NULL and bit 6 (64).
+    ib = ib_series("gpu-017", "mlx5_0", NOW - 300, NOW, saturated=64)
+    (found,) = findings("ib_counter_saturated", data(NOW, ib=ib))
+    assert (found.state, found.detail.value, found.detail.context) == (
+        "firing",
+        64.0,
+        {"saturated_mask": 64},
+    )
+
+
 def test_congestion_fires_after_five_minutes_of_high_xmit_wait_share() -> None:
     congested = ib_series(
         "gpu-001", "mlx5_0", NOW - 900, NOW, xmit_wait=lambda ts: 2e5 if ts >= NOW - 360 else 1e3

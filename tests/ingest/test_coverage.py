@@ -38,7 +38,9 @@ def test_missing_profiling_fields_name_the_module_and_the_csv() -> None:
 
 
 def test_absent_families_say_what_to_deploy() -> None:
-    names = {n for n in ALL if not n.startswith(("node_infiniband", "kueue_", "kube_"))}
+    names = {
+        n for n in ALL if not n.startswith(("node_infiniband", "infiniband_", "kueue_", "kube_"))
+    }
     report = by_family(build_report(names, {}))
     assert report["ib"].status == "missing" and "infiniband collector" in report["ib"].cause
     assert report["kueue"].status == "missing" and "ServiceMonitor" in report["kueue"].fix

@@ -9,9 +9,12 @@ from ingest.normalize import (
     SATURATED_32,
     Collected,
     Column,
+    HcaName,
     column_at,
+    counter_max,
     fold,
     saturation_masks,
+    split_hca,
 )
 from ingest.prometheus import PrometheusError
 from ingest.sources.base import Window
@@ -98,3 +101,37 @@ def test_gauges_are_fetched_from_the_first_step_and_counters_from_the_context() 
 
     assert window.fetch_start("gauge") == start + timedelta(seconds=30)
     assert window.fetch_start("rate") == window.fetch_start("increase") == start
+
+
+def test_a_narrow_counter_is_unknown_and_flagged_at_its_own_width() -> None:
+    downed = Column("link_downed", "increase", 1 << 6, counter_max(8))
+    collected = Collected(
+        columns={"link_downed": {0.0: {"a": 254.0, "b": 3.0}, 30.0: {"a": 255.0, "b": 255.0}}}
+    )
+    assert column_at(collected, downed, ["a", "b"], 30, 30) == [None, None]
+    assert saturation_masks(collected, [downed], 30) == {"a": 64, "b": 64}
+    assert counter_max(4) == 15.0 and counter_max(32, 4) == 17179869180.0
+
+
+def test_hostile_node_descriptions_never_become_nodes() -> None:
+    hostile = [
+        "Mellanox Technologies Aggregation Node",
+        "MT4129 ConnectX7 Mellanox Technologies",  # firmware default before rdma-ndd runs
+        'gpu-017"} 1 HCA-1',
+        "gpu-017\nHCA-1",
+        "gpu-017 HCA-1 extra",
+        "-gpu HCA-1",
+        "gpu-017 HCA-0",
+        "gpu-017 HCA-1000",
+        "gpu-017 MLX5_0",
+        "../../etc mlx5_0",
+        "gpu-017",
+        "   ",
+    ]
+    assert [split_hca(h).node for h in hostile] == [""] * len(hostile)
+    assert [split_hca(h).skip for h in hostile[:2]] == [
+        "sharp_aggregation_node",
+        "unrecognised_node_description",
+    ]
+    assert split_hca("  gpu-017.rack3  HCA-8 ") == HcaName("gpu-017.rack3", "mlx5_7")
+    assert split_hca("worker20 hfi1_0") == HcaName("worker20", "hfi1_0")

@@ -88,6 +88,8 @@ def test_the_same_window_twice_writes_the_same_rows() -> None:
 
 
 def test_ib_saturated_counter_is_flagged_not_zero() -> None:
+    # mlx5_1's 32-bit PortXmitData is pegged: node_exporter shows 4 x (2^32 - 1) = 17179869180
+    # (procfs multiplies the sysfs words by 4), not 2^32 - 1.
     stub = StubPrometheus(
         {"node_infiniband_port_data_transmitted_bytes_total": recorded("ib_tx_edge.json")}
     )

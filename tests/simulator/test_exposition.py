@@ -18,6 +18,7 @@ from simulator import (
     render_target,
     renderer_for,
 )
+from simulator.counters import pegged
 from tests.support.prometheus import PROMTOOL, require_prometheus
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -169,8 +170,33 @@ def test_node_exporter_ib_ports_are_labelled_device_and_port() -> None:
         for s in f.samples
         if s.name == "node_infiniband_state_id"
     ]
-    assert [s.value for s in states] == [4.0] * 8
-    assert {s.labels["device"] for s in states} == {f"mlx5_{i}" for i in range(8)}
+    # 8 rail HCAs, a dual-port storage HCA and an iWARP device (node_exporter lists every RDMA
+    # device; i40iw0 has state and rate but no counter, as in node_exporter's own fixture).
+    assert [s.value for s in states] == [4.0] * 11
+    rails = {(f"mlx5_{i}", "1") for i in range(8)}
+    assert {(s.labels["device"], s.labels["port"]) for s in states} == rails | {
+        ("mlx5_8", "1"),
+        ("mlx5_8", "2"),
+        ("i40iw0", "1"),
+    }
+    counted = {
+        (s.labels["device"], s.labels["port"])
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+        if s.name == "node_infiniband_link_downed_total"
+    }
+    assert counted == rails | {("mlx5_8", "1"), ("mlx5_8", "2")}
+
+
+def test_node_exporter_extra_devices_are_optional() -> None:
+    text = exposition(cluster(node_ib_iwarp_device=False, node_ib_dual_port_hca=False), "node_ib")
+    devices = {
+        s.labels["device"]
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+        if s.name == "node_infiniband_state_id"
+    }
+    assert devices == {f"mlx5_{i}" for i in range(8)}
 
 
 def test_treydock_maps_guids_to_nodes_and_switch_ports() -> None:
@@ -181,7 +207,16 @@ def test_treydock_maps_guids_to_nodes_and_switch_ports() -> None:
         for s in f.samples
         if s.name == "infiniband_hca_info"
     ]
-    assert hca[0].labels["hca"] == "gpu-001 HCA-1"
+    # rdma-core's default node description "<host> <device>", and one SHARP aggregation node.
+    assert hca[0].labels["hca"] == "gpu-001 mlx5_0"
+    assert {h.labels["hca"] for h in hca if not h.labels["hca"].startswith("gpu-")} == {
+        "Mellanox Technologies Aggregation Node"
+    }
+    assert labels_of(text, "infiniband_hca_rate_bytes_per_second") == {"guid"}
+    assert not [n for n in families(text) if n.startswith("infiniband_hca") and "state" in n]
+    assert labels_of(text, "infiniband_hca_uplink_info") == {
+        "guid", "hca", "port", "uplink", "uplink_guid", "uplink_lid", "uplink_port", "uplink_type"
+    }  # fmt: skip
     assert labels_of(text, "infiniband_switch_uplink_info") == {
         "guid",
         "port",
@@ -193,6 +228,34 @@ def test_treydock_maps_guids_to_nodes_and_switch_ports() -> None:
         "uplink_lid",
     }
     assert labels_of(text, "infiniband_hca_port_transmit_data_bytes_total") == {"guid", "port"}
+
+
+def test_treydock_hca_collector_and_name_style_are_options() -> None:
+    off = exposition(cluster(treydock_hca_collector=False), "treydock")
+    assert not [n for n in families(off) if n.startswith("infiniband_hca")]
+    assert "infiniband_switch_uplink_info" in families(off)
+    mlnx = exposition(cluster(treydock_hca_names="mlnx"), "treydock")
+    assert 'hca="gpu-001 HCA-1"' in mlnx
+
+
+def test_narrow_counters_stick_at_their_widths() -> None:
+    assert [pegged(c) for c in ("symbol_error", "link_downed", "transmit_wait")] == [
+        65535.0,
+        255.0,
+        4294967295.0,
+    ]
+    fault = Fault(
+        FaultKind.IB_COUNTER_SATURATED,
+        timedelta(0),
+        timedelta(minutes=10),
+        nodes=["gpu-002"],
+        ports=[1],
+        params={"counter": "link_downed"},
+    )
+    c = Cluster(replace(cluster().spec, faults=[fault]))
+    samples = families(exposition_for_node(c, "node_ib", "gpu-002", T + 300))
+    downed = {s.labels["device"]: s.value for s in samples["node_infiniband_link_downed"].samples}  # type: ignore[attr-defined]
+    assert (downed["mlx5_1"], downed["mlx5_0"]) == (255.0, 0.0)
 
 
 def test_ksm_pods_name_their_job_and_kueue_queue() -> None:
