@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 
 from django.conf import settings
 from django.db import connection
 
-from ..identity import node_name
+from ..identity import NodeResolver, node_labels, node_name, resolver_for
 from ..models import Family
 from ..normalize import Collected, Column, Points, column_at, int_label, steps, xid_events
 from ..prometheus import PrometheusClient, Series
@@ -40,13 +41,13 @@ GpuKey = tuple[str, int]
 
 
 def node_by() -> str:
-    """The ``by (…)`` label list that keeps node identity (identity labels + instance)."""
-    return ", ".join([*settings.INGEST_NODE_LABELS, "instance"])
+    """The ``by (…)`` label list that keeps node identity (``identity.node_labels``)."""
+    return ", ".join(node_labels())
 
 
-def gpu_key(labels: Mapping[str, str]) -> GpuKey | None:
-    """(node, gpu index) of a series, or None when either is missing."""
-    node, gpu = node_name(labels), int_label(labels, "gpu")
+def gpu_key(labels: Mapping[str, str], names: NodeResolver | None = None) -> GpuKey | None:
+    """(node, gpu index) of a series, or None when either is missing (node: ``ingest.identity``)."""
+    node, gpu = node_name(labels, names), int_label(labels, "gpu")
     return None if node is None or gpu is None else (node, gpu)
 
 
@@ -100,12 +101,12 @@ def build_rows(collected: Collected, times: list[int], step: int, payload: GpuPa
     payload.seen = {node: (ts, last[node]) for node, ts in first.items()}
 
 
-def collect_xids(series: list[Series], payload: GpuPayload) -> int:
+def collect_xids(series: list[Series], payload: GpuPayload, key_of=gpu_key) -> int:  # noqa: ANN001
     """Keep the XID tracks of GPUs with a non-zero value; returns the points skipped (no key)."""
     skipped = 0
     tracks: dict[GpuKey, list[tuple[str, Points]]] = {}
     for item in series:
-        key = gpu_key(item.labels)
+        key = key_of(item.labels)
         if key is None:
             skipped += len(item.points)
             continue
@@ -132,18 +133,21 @@ class GpuSource(Source):
             (promql("gpu", dialect, column.name, by=by), window.fetch_start(column.kind))
             for column in FETCHED
         ]
+        names = resolver_for(client, window.start, window.end)
+        key_of = partial(gpu_key, names=names)
         answers = client.query_ranges(queries, window.end, window.step)
-        collected.add_answers([column.name for column in FETCHED], answers, gpu_key)
+        collected.add_answers([column.name for column in FETCHED], answers, key_of)
         start, end = int(window.start.timestamp()), int(window.end.timestamp())
         payload = GpuPayload(times=[start, *steps(start, end, window.step)])
         build_rows(collected, payload.times[1:], window.step, payload)
         xids = client.query_range_lenient(
             promql("gpu", dialect, "xid", by=by), window.start, window.end, window.step
         )
-        skipped = collected.skipped + xids.skipped + collect_xids(xids.series, payload)
+        skipped = collected.skipped + xids.skipped + collect_xids(xids.series, payload, key_of)
         return Batch(
-            self.family, window, payload=payload, skipped=skipped, notes=[f"dialect={dialect}"]
-        )
+            self.family, window, payload=payload, skipped=skipped, notes=[f"dialect={dialect}"],
+            unfit=names.unfit(),
+        )  # fmt: skip
 
     def store(self, batch: Batch) -> StoreResult:
         """Nodes upserted, samples inserted once, new XID codes recorded as events."""

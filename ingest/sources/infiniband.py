@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 
 from django.conf import settings
 
-from ..identity import node_name
+from ..identity import NodeResolver, node_name, resolver_for
 from ..models import Family
 from ..normalize import (
     Collected,
@@ -63,20 +64,25 @@ class IbPayload:
     times: list[int] = field(default_factory=list)
 
 
-def node_exporter_key(labels: Mapping[str, str]) -> PortKey | None:
-    """(node, device, port, "") of a node_exporter series."""
-    node, port, device = node_name(labels), int_label(labels, "port"), labels.get("device")
+def node_exporter_key(
+    labels: Mapping[str, str], names: NodeResolver | None = None
+) -> PortKey | None:
+    """(node, device, port, "") of a node_exporter series (node, device: ``ingest.identity``)."""
+    names = names or NodeResolver()
+    node, port = node_name(labels, names), int_label(labels, "port")
+    device = names.device(labels.get("device"), labels) if node is not None else None
     return None if node is None or port is None or not device else (node, device, port, "")
 
 
 def treydock_keyer(
-    hca_by_guid: Mapping[str, str],
+    hca_by_guid: Mapping[str, str], names: NodeResolver | None = None
 ) -> Callable[[Mapping[str, str]], Hashable | None]:
     """A key function mapping treydock's (guid, port) to (node, device, port, guid)."""
+    names = names or NodeResolver()
 
     def key(labels: Mapping[str, str]) -> PortKey | None:
         guid, port = labels.get("guid", ""), int_label(labels, "port")
-        located = split_hca(hca_by_guid.get(guid, ""))
+        located = names.located(split_hca(hca_by_guid.get(guid, "")), guid, labels)
         return None if located is None or port is None else (*located, port, guid)
 
     return key
@@ -109,19 +115,26 @@ class IbSource(Source):
 
     family = Family.IB
 
-    def _key_function(self, client: PrometheusClient, dialect: str, window: Window) -> Callable:
+    def _key_function(
+        self, client: PrometheusClient, dialect: str, window: Window, names: NodeResolver
+    ) -> Callable:
         if dialect == "node_exporter":
-            return node_exporter_key
+            return partial(node_exporter_key, names=names)
         span = int((window.end - window.start).total_seconds()) + 300
         info = client.query(promql("ib", dialect, "hca_info", range=f"{span}s"), at=window.end)
         return treydock_keyer(
-            {s.labels.get("guid", ""): s.labels.get("hca", "") for s in info.series}
+            {s.labels.get("guid", ""): s.labels.get("hca", "") for s in info.series}, names
         )
 
     def pull(self, client: PrometheusClient, window: Window) -> Batch:
         """One query_range per counter/gauge over the window's steps (counters: from its start)."""
         dialect = client.detect_dialect(IB_MARKERS, settings.INGEST_IB_DIALECT)
-        key_of, collected, by = self._key_function(client, dialect, window), Collected(), node_by()
+        names = resolver_for(client, window.start, window.end)
+        key_of, collected, by = (
+            self._key_function(client, dialect, window, names),
+            Collected(),
+            node_by(),
+        )
         queries = [
             (promql("ib", dialect, column.name, by=by), window.fetch_start(column.kind))
             for column in SPEC
@@ -137,6 +150,7 @@ class IbSource(Source):
             payload=payload,
             skipped=collected.skipped,
             notes=[f"dialect={dialect}"],
+            unfit=names.unfit(),
         )
 
     def store(self, batch: Batch) -> StoreResult:

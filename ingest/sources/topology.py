@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from django.db import connection
 
+from ..identity import NodeResolver, optional, resolver_for
 from ..models import Family
 from ..normalize import int_label, split_hca
 from ..prometheus import PrometheusClient
@@ -34,20 +35,27 @@ class Uplink:
     switch_port: str
 
 
-def uplinks_from(uplink_series: list, switch_names: dict[str, str]) -> tuple[list[Uplink], int]:
-    """Decode uplink info series into ``Uplink``s; returns them and the count skipped."""
-    uplinks, skipped = [], 0
+def uplinks_from(
+    uplink_series: list, switch_names: dict[str, str], names: NodeResolver | None = None
+) -> tuple[list[Uplink], int]:
+    """Decode uplink info series into ``Uplink``s; returns them and the count skipped.
+
+    The node and device go through ``ingest.identity`` (``names``) like every family's.
+    """
+    uplinks, skipped, names = [], 0, names or NodeResolver()
     for series in uplink_series:
         labels = series.labels
-        located = split_hca(labels.get("uplink", ""))
         port = int_label(labels, "uplink_port")
-        if labels.get("uplink_type", "CA") != "CA" or located is None or port is None:
+        located = None
+        if labels.get("uplink_type", "CA") == "CA":
+            hca = split_hca(labels.get("uplink", ""))
+            located = names.located(hca, labels.get("uplink_guid", ""), labels)
+        leaf = optional(switch_names.get(labels.get("guid", ""), "") or labels.get("switch", ""))
+        switch_port = optional(labels.get("port", ""), 32)
+        if located is None or port is None or leaf is None or switch_port is None:
             skipped += 1
             continue
-        leaf = switch_names.get(labels.get("guid", ""), "") or labels.get("switch", "")
-        uplinks.append(
-            Uplink(*located, port, labels.get("uplink_guid", ""), leaf, labels.get("port", ""))
-        )
+        uplinks.append(Uplink(*located, port, labels.get("uplink_guid", ""), leaf, switch_port))
     return uplinks, skipped
 
 
@@ -64,12 +72,14 @@ class TopologySource(Source):
         )
         names = {s.labels.get("guid", ""): s.labels.get("switch", "") for s in switches.series}
         answer = client.query(promql("topology", "treydock", "uplinks", range=span), at=window.end)
-        uplinks, skipped = uplinks_from(answer.series, names)
+        resolver = resolver_for(client, window.start, window.end)
+        uplinks, skipped = uplinks_from(answer.series, names, resolver)
         return Batch(
             self.family,
             window,
             payload=uplinks,
             skipped=skipped + answer.skipped + switches.skipped,
+            unfit=resolver.unfit(),
         )
 
     def store(self, batch: Batch) -> StoreResult:

@@ -213,8 +213,14 @@ def families(options: ExporterOptions) -> list[tuple[Family, str]]:
     return [(Family(legacy_name(n) if legacy else n, k, h), a) for n, a, k, h in chosen]
 
 
-def gpu_labels(state: NodeState, gpu: int, options: ExporterOptions) -> str:
-    """The label string of one GPU's series (pod labels only while a pod runs on the node)."""
+def gpu_labels(
+    state: NodeState, gpu: int, options: ExporterOptions, hostname: str | None = None
+) -> str:
+    """The label string of one GPU's series (pod labels only while a pod runs on the node).
+
+    ``hostname``: the exporter's own host name (its pod's name on Kubernetes without
+    NODE_NAME, see ``simulator.targets``); default the node's name.
+    """
     node = state.node
     pod = state.pod if state.pod and state.pod.phase == "Running" else None
     if options.dcgm_legacy:
@@ -232,7 +238,7 @@ def gpu_labels(state: NodeState, gpu: int, options: ExporterOptions) -> str:
         ("pci_bus_id", f"00000000:{0x18 + 0x11 * gpu:02X}:00.0"),
         ("device", f"nvidia{gpu}"),
         ("modelName", GPU_MODEL),
-        (options.dcgm_node_label, node.name),
+        (options.dcgm_node_label, hostname or node.name),
         ("DCGM_FI_DRIVER_VERSION", DRIVER_VERSION),
     ]
     if pod and options.dcgm_pod_labels:
