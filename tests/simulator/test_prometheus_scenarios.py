@@ -32,13 +32,22 @@ def test_tensor_drift_shows_busy_util_and_idle_tensor_cores_on_that_gpu_only(
 ) -> None:
     prom, node = scenario_prometheus, node_of(scenario_prometheus, "tensor_drift")
     during, after = prom.end - 45 * MIN, prom.end - 20 * MIN
-    tensor = values_by(prom, f'DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{{Hostname="{prom.hostname(node)}"}}', "gpu", during)
-    util = values_by(prom, f'DCGM_FI_DEV_GPU_UTIL{{Hostname="{prom.hostname(node)}"}}', "gpu", during)
-    power = values_by(prom, f'DCGM_FI_DEV_POWER_USAGE{{Hostname="{prom.hostname(node)}"}}', "gpu", during)
+    tensor = values_by(
+        prom, f'DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{{Hostname="{prom.hostname(node)}"}}', "gpu", during
+    )
+    util = values_by(
+        prom, f'DCGM_FI_DEV_GPU_UTIL{{Hostname="{prom.hostname(node)}"}}', "gpu", during
+    )
+    power = values_by(
+        prom, f'DCGM_FI_DEV_POWER_USAGE{{Hostname="{prom.hostname(node)}"}}', "gpu", during
+    )
     assert tensor["3"] < 0.05 and util["3"] > 95 and power["3"] < 100
     assert all(v > 0.05 for gpu, v in tensor.items() if gpu != "3")
     assert (
-        prom.scalar(f'DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{{Hostname="{prom.hostname(node)}",gpu="3"}}', after) > 0.05
+        prom.scalar(
+            f'DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{{Hostname="{prom.hostname(node)}",gpu="3"}}', after
+        )
+        > 0.05
     )  # type: ignore[operator]
 
 
@@ -56,7 +65,10 @@ def test_node_down_leaves_no_samples_in_history_and_up_zero(
     prom, node = scenario_prometheus, node_of(scenario_prometheus, "node_down")
     during = prom.end - 40.5 * MIN
     assert (
-        prom.query(f'count_over_time(DCGM_FI_DEV_GPU_UTIL{{Hostname="{prom.hostname(node)}"}}[9m])', during) == []
+        prom.query(
+            f'count_over_time(DCGM_FI_DEV_GPU_UTIL{{Hostname="{prom.hostname(node)}"}}[9m])', during
+        )
+        == []
     )
     assert prom.scalar(f'up{{instance="{prom.instance(node, "dcgm")}"}}', during) == 0
     assert prom.scalar(f'up{{instance="{prom.instance(node, "dcgm")}"}}', prom.end - 30 * MIN) == 1
@@ -172,11 +184,17 @@ def test_nvlink_errors_grow_on_one_gpu(scenario_prometheus: SimulatedPrometheus)
 def test_xid_holds_its_code_during_the_fault_only(scenario_prometheus: SimulatedPrometheus) -> None:
     prom, node = scenario_prometheus, node_of(scenario_prometheus, "xid")
     during = values_by(
-        prom, f'DCGM_FI_DEV_XID_ERRORS{{Hostname="{prom.hostname(node)}"}}', "gpu", prom.end - 60 * MIN
+        prom,
+        f'DCGM_FI_DEV_XID_ERRORS{{Hostname="{prom.hostname(node)}"}}',
+        "gpu",
+        prom.end - 60 * MIN,
     )
     assert during == {str(g): (79 if g == 2 else 0) for g in range(8)}
     assert (
-        prom.scalar(f'DCGM_FI_DEV_XID_ERRORS{{Hostname="{prom.hostname(node)}",gpu="2"}}', prom.end - 40 * MIN)
+        prom.scalar(
+            f'DCGM_FI_DEV_XID_ERRORS{{Hostname="{prom.hostname(node)}",gpu="2"}}',
+            prom.end - 40 * MIN,
+        )
         == 0
     )
 
@@ -215,7 +233,9 @@ def test_history_and_live_form_one_series_without_a_gap(
     scenario_prometheus: SimulatedPrometheus,
 ) -> None:
     prom, node = scenario_prometheus, node_of(scenario_prometheus, "tensor_drift")
-    series = prom.query(f'DCGM_FI_DEV_GPU_UTIL{{instance="{prom.instance(node, "dcgm")}",gpu="0"}}[10m]')
+    series = prom.query(
+        f'DCGM_FI_DEV_GPU_UTIL{{instance="{prom.instance(node, "dcgm")}",gpu="0"}}[10m]'
+    )
     assert len(series) == 1
     stamps = [float(t) for t, _v in series[0]["values"]]
     assert min(stamps) < prom.end < max(stamps)
@@ -233,5 +253,8 @@ def test_live_counters_continue_the_history_counters(
     )
     assert len(resets) == 8 and {float(r["value"][1]) for r in resets} == {0.0}
     assert (
-        prom.query(f'count(DCGM_FI_DEV_GPU_UTIL{{instance="{prom.instance(node, "dcgm")}"}})')[0]["value"][1] == "8"
+        prom.query(f'count(DCGM_FI_DEV_GPU_UTIL{{instance="{prom.instance(node, "dcgm")}"}})')[0][
+            "value"
+        ][1]
+        == "8"
     )
