@@ -107,6 +107,8 @@ def checked(value: str | None, limit: int = NODE_NAME_MAX) -> tuple[str | None, 
         return None, Problem.EMPTY
     if len(cleaned) > limit:
         return None, Problem.TOO_LONG
+    if cleaned.isascii() and cleaned.isprintable():  # the common case, without a loop
+        return cleaned, ""
     if _has_surrogate(cleaned):
         return None, Problem.SURROGATE
     if any(unicodedata.category(char) == "Cc" for char in cleaned):

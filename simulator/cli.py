@@ -37,6 +37,9 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-dcgm-profiling", action="store_true", help="drop DCGM_FI_PROF_*")
     parser.add_argument("--no-dcgm-pod-labels", action="store_true")
     parser.add_argument("--dcgm-xid-labels", action="store_true", help="err_code/err_msg on XID")
+    parser.add_argument(
+        "--dcgm-node-name", action="store_true", help="NODE_NAME set: Hostname = node, not pod"
+    )
     parser.add_argument("--hostile-label", help="e.g. '<script>alert(1)</script>'")
 
 
@@ -53,6 +56,7 @@ def build_cluster(options: dict[str, object], epoch: datetime) -> Cluster:
         dcgm_profiling=not options["no_dcgm_profiling"],
         dcgm_pod_labels=not options["no_dcgm_pod_labels"],
         dcgm_xid_labels=bool(options["dcgm_xid_labels"]),
+        dcgm_node_name=bool(options.get("dcgm_node_name")),
     )
     spec = ClusterSpec(
         nodes=int(options["nodes"]),  # type: ignore[call-overload]
