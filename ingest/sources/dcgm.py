@@ -9,7 +9,7 @@ folded straight into columns by (node, gpu) (``Collected.add_answers``).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
@@ -101,7 +101,11 @@ def build_rows(collected: Collected, times: list[int], step: int, payload: GpuPa
     payload.seen = {node: (ts, last[node]) for node, ts in first.items()}
 
 
-def collect_xids(series: list[Series], payload: GpuPayload, key_of=gpu_key) -> int:  # noqa: ANN001
+def collect_xids(
+    series: list[Series],
+    payload: GpuPayload,
+    key_of: Callable[[Mapping[str, str]], GpuKey | None] = gpu_key,
+) -> int:
     """Keep the XID tracks of GPUs with a non-zero value; returns the points skipped (no key)."""
     skipped = 0
     tracks: dict[GpuKey, list[tuple[str, Points]]] = {}
