@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from . import coverage_identity
 from .coverage_catalogue import (
     CATALOGUE,
     IB_FACT_QUERIES,
@@ -21,6 +22,7 @@ from .coverage_catalogue import (
     MetricSpec,
     ib_notes,
 )
+from .coverage_identity import ExporterIdentity
 from .prometheus import PrometheusClient
 
 OK, PARTIAL, MISSING = "ok", "partial", "missing"
@@ -71,6 +73,9 @@ class CoverageReport:
     families: list[FamilyStatus]
     generated_at: datetime | None = None
     prometheus: str = ""
+    #: Node identity per exporter (``coverage_identity``) and what it rests on.
+    identity: list[ExporterIdentity] = field(default_factory=list)
+    identity_note: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (the /api/v1/coverage body)."""
@@ -189,5 +194,25 @@ def collect(client: PrometheusClient, at: datetime | None = None) -> CoverageRep
         answer = client.query(query, at).series
         facts[fact] = int(answer[0].points[-1][1]) if answer else 0
     report = build_report(names, counts, facts)
+    report.identity, report.identity_note = coverage_identity.collect(client, names, at)
+    identity_notes(report)
     report.prometheus, report.generated_at = client.url, at or datetime.now(UTC)
     return report
+
+
+def identity_notes(report: CoverageReport) -> None:
+    """A note on each family whose exporters have series that name no node (or a suspect one)."""
+    by_family = {f.family: f for f in report.families}
+    for exporter in report.identity:
+        family = by_family.get(exporter.family)
+        if family is None:
+            continue
+        family.notes += [
+            f"{group.series} series of {exporter.job} name no known node ({group.reason}): "
+            f"not stored. Fix: {group.fix}."
+            for group in exporter.unresolved
+        ]
+        family.notes += [
+            f"{group.series} series of {exporter.job}: {group.reason}. Fix: {group.fix}."
+            for group in exporter.suspect
+        ]

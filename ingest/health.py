@@ -28,7 +28,8 @@ def record_cycle(cycle: IngestCycle, outcome: CycleOutcome) -> None:
         outcome.skipped,
         outcome.error,
     )
-    cycle.save(update_fields=["finished_at", "rows", "skipped", "error"])
+    cycle.skipped_reasons = outcome.unfit
+    cycle.save(update_fields=["finished_at", "rows", "skipped", "skipped_reasons", "error"])
     health, _ = FamilyHealth.objects.get_or_create(family=outcome.family)
     cursor = IngestCursor.objects.filter(family=outcome.family).first()
     updates = {
@@ -37,6 +38,7 @@ def record_cycle(cycle: IngestCycle, outcome: CycleOutcome) -> None:
         "rows": F("rows") + outcome.rows,
         "skipped": F("skipped") + outcome.skipped,
         "last_rows": outcome.rows,
+        "skipped_reasons": outcome.unfit,
         "lag_seconds": (now - cursor.covered_until).total_seconds() if cursor else None,
     }
     if outcome.error:
@@ -96,6 +98,11 @@ class IngestCollector(Collector):
             "Unix time of the family's last successful cycle.",
             labels=["family"],
         )
+        unfit = GaugeMetricFamily(
+            "clusterwatch_ingest_skipped_series",
+            "Series the family's last cycle skipped, by exporter job and reason (e.g. no known node).",
+            labels=["family", "reason"],
+        )
         try:
             lags = current_lags()
             health = list(FamilyHealth.objects.all())
@@ -109,4 +116,6 @@ class IngestCollector(Collector):
             errors.add_metric([row.family], float(row.errors))
             if row.last_success:
                 success.add_metric([row.family], row.last_success.timestamp())
-        yield from (lag, rows, skipped, errors, success)
+            for reason, count in sorted((row.skipped_reasons or {}).items()):
+                unfit.add_metric([row.family, reason], float(count))
+        yield from (lag, rows, skipped, errors, success, unfit)

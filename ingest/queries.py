@@ -211,3 +211,14 @@ CHECKPOINTS: dict[str, dict[str, str]] = {
         "duration": "max by (namespace, job_name) (training_last_checkpoint_duration_seconds)",
     }
 }
+#: Node identity (``ingest.identity``): which nodes exist and the exporter pods on them, over
+#: the window (``{range}``). Exporters run as DaemonSets (dcgm-exporter, node-exporter).
+IDENTITY: dict[str, dict[str, str]] = {
+    "default": {
+        "nodes": "max by (node, internal_ip) (last_over_time(kube_node_info[{range}]))",
+        "pods": (
+            "max by (namespace, pod, node, host_ip, pod_ip, host_network) "
+            '(last_over_time(kube_pod_info{created_by_kind="DaemonSet"}[{range}]))'
+        ),
+    }
+}

@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from .identity import checked
 from .models import Job, RunEvent
 from .prometheus import Series
 from .stepseries import continuous_runs, counter_increases
@@ -90,6 +91,8 @@ class RunsData:
     events: dict[tuple[JobKey, float, str, str], str] = field(default_factory=dict)
     started_hints: dict[JobKey, float] = field(default_factory=dict)
     nodes: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: Series whose node label does not fit (``"job: reason"`` → series), never truncated.
+    unfit: dict[str, int] = field(default_factory=dict)
 
     def see_node(self, node: str, first: float, last: float) -> None:
         """Widen a node's first/last seen."""
@@ -116,8 +119,12 @@ def add_pod_info(data: RunsData, series: list[Series], step: float) -> int:
         pod.first, pod.last = min(pod.first, stamps[0]), max(pod.last, stamps[-1])
         job = data.jobs.setdefault(pod.job, JobObs(pod.first, pod.last))
         job.first, job.last = min(job.first, pod.first), max(job.last, pod.last)
-        if item.labels.get("node"):
-            per_node[(key, item.labels["node"][:253])].update(stamps)
+        node, problem = checked(item.labels.get("node"))
+        if node:
+            per_node[(key, node)].update(stamps)
+        elif problem != "empty":  # a pod not scheduled yet has node=""
+            reason = f"kube-state-metrics: kube_pod_info node label {problem}"
+            data.unfit[reason] = data.unfit.get(reason, 0) + 1
     for (key, node), stamps in sorted(per_node.items()):
         for first, last in continuous_runs(stamps, step):
             data.assignments.append((key, node, first, last))

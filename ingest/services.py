@@ -53,6 +53,8 @@ class CycleOutcome:
     duration: float = 0.0
     error: str = ""
     notes: list[str] = field(default_factory=list)
+    #: Series skipped for a reason (``"job: reason"`` → most distinct series in one chunk).
+    unfit: dict[str, int] = field(default_factory=dict)
 
 
 def utcnow() -> datetime:
@@ -166,6 +168,8 @@ def run_chunks(
                 pending = pool.submit(source.pull, client, windows[index + 1])
             outcome.rows += commit(source, batch)
             outcome.skipped += batch.skipped
+            for reason, count in batch.unfit.items():
+                outcome.unfit[reason] = max(outcome.unfit.get(reason, 0), count)
             outcome.chunks += 1
             outcome.covered_until = window.end
             outcome.notes = sorted(set(outcome.notes) | set(batch.notes))

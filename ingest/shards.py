@@ -28,7 +28,7 @@ from django.db import connection, transaction
 
 from . import rollups, services
 from .events import ingest_committed, publish_committed
-from .identity import node_name
+from .identity import resolver_for
 from .models import Family, IngestCursor, IngestCycle, ShardCursor
 from .prometheus import PrometheusClient, PrometheusError, PrometheusUnavailable
 from .queries import DCGM_MARKERS, IB_MARKERS
@@ -112,7 +112,7 @@ class ScopedClient(PrometheusClient):
 def discover_nodes(
     client: PrometheusClient, family: str, since: datetime, until: datetime
 ) -> tuple[str, dict[str, str]] | None:
-    """(node label, node name → label value) for the family's nodes seen in (since, until].
+    """(node label, label value → node name) for the family's series seen in (since, until].
 
     None when the family's dialect has no node label, or its series name nodes
     through different labels (one regex matcher could not select a shard).
@@ -132,13 +132,15 @@ def discover_nodes(
     )
     used: set[str] = set()
     values: dict[str, str] = {}
+    resolver = resolver_for(client, since, until)
     for series in answer.series:
         label = next((name for name in labels if series.labels.get(name)), None)
-        name = node_name(series.labels)
-        if label is None or name is None:
+        if label is None:
             continue
+        # Grouped by the node it resolves to; an unresolved series still goes to a shard,
+        # which skips and counts it.
         used.add(label)
-        values[name] = series.labels[label]
+        values[series.labels[label]] = resolver.node_of(series.labels) or series.labels[label]
     if len(used) > 1:
         return None
     # No node at all in the window: every shard is empty and only advances its cursor.
@@ -159,7 +161,7 @@ def plan_orders(
         ]
     label, values = found
     groups: list[list[str]] = [[] for _ in range(shards)]
-    for name, value in values.items():
+    for value, name in values.items():
         groups[shard_of(name, shards)].append(value)
     return [
         ShardOrder(family=family, shard=index, shards=shards, label=label, values=sorted(group),

@@ -41,6 +41,9 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--dcgm-pod-uid", action="store_true", help="--kubernetes-enable-pod-uid")
     parser.add_argument("--dcgm-mig", default="", help="MIG profile x instances, e.g. 3g.40gb:2")
+    parser.add_argument(
+        "--dcgm-node-name", action="store_true", help="NODE_NAME set: Hostname = node, not pod"
+    )
     parser.add_argument("--hostile-label", help="e.g. '<script>alert(1)</script>'")
 
 
@@ -66,6 +69,7 @@ def build_cluster(options: dict[str, object], epoch: datetime) -> Cluster:
         dcgm_pod_labels=not options["no_dcgm_pod_labels"],
         dcgm_xid_labels=not options.get("no_dcgm_xid_labels"),
         dcgm_pod_uid=bool(options.get("dcgm_pod_uid")),
+        dcgm_node_name=bool(options.get("dcgm_node_name")),
         **_mig(str(options.get("dcgm_mig") or "")),
     )
     spec = ClusterSpec(

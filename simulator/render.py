@@ -12,7 +12,7 @@ from simulator.model import Cluster, NodeState
 from simulator.queues import QueueModel
 from simulator.schedule import Checkpoint, Run
 from simulator.spec import Dialect
-from simulator.targets import Target, all_targets
+from simulator.targets import Target, all_targets, exporter_pods
 
 
 class Renderer:
@@ -24,7 +24,15 @@ class Renderer:
         self.gpus = GpuModel(cluster)
         self.ports = PortModel(cluster)
         self.queues = QueueModel(cluster)
-        self.targets = all_targets(cluster.spec, [n.name for n in cluster.nodes])
+        names = [n.name for n in cluster.nodes]
+        self.targets = all_targets(cluster.spec, names)
+        self.exporter_pods = exporter_pods(cluster.spec, names)
+        # dcgm-exporter's Hostname: its pod's name unless the DaemonSet sets NODE_NAME.
+        self.dcgm_hostnames = {
+            pod.node: pod.name
+            for pod in self.exporter_pods
+            if pod.dialect == Dialect.DCGM and not self.options.dcgm_node_name
+        }
         self.by_path = {t.path: t for t in self.targets}
         self._gpu_labels: dict[tuple[int, str | None], list[list[dcgm.Entity]]] = {}
         self.lock = threading.Lock()
@@ -59,7 +67,10 @@ class Renderer:
             treydock.render(cluster.topology, self._fabric(t), lines, self.options)
         elif target.dialect == Dialect.KSM:
             ksm.render(
-                [cluster.state(n, t) for n in cluster.nodes], lines, self.options.ksm_reason_zeros
+                [cluster.state(n, t) for n in cluster.nodes],
+                lines,
+                self.exporter_pods,
+                self.options.ksm_reason_zeros,
             )
         elif target.dialect == Dialect.KUEUE:
             kueue.render([self.queues.status(q, t) for q in self.queues.queues()], lines)
@@ -74,7 +85,10 @@ class Renderer:
             if len(self._gpu_labels) > 4 * len(self.cluster.nodes):
                 self._gpu_labels.clear()
             gpus = range(self.cluster.spec.gpus_per_node)
-            cached = self._gpu_labels[key] = [dcgm.gpu_labels(state, g, self.options) for g in gpus]
+            hostname = self.dcgm_hostnames.get(state.node.name)
+            cached = self._gpu_labels[key] = [
+                dcgm.gpu_labels(state, g, self.options, hostname) for g in gpus
+            ]
         return cached
 
     def _port_samples(self, state: NodeState) -> list[PortSample]:

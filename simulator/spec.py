@@ -62,6 +62,20 @@ class ExporterOptions:
     node_ib_iwarp_device: bool = True
     # node_exporter: a dual-port storage HCA (mlx5_<gpus>, ports 1 and 2) beside the rails.
     node_ib_dual_port_hca: bool = True
+    # The dcgm-exporter DaemonSet sets NODE_NAME (from spec.nodeName): `Hostname` is the node's
+    # name. Without it dcgm-exporter reports os.Hostname(), in a pod the pod's own name
+    # (NVIDIA/dcgm-exporter internal/pkg/hostname/hostname.go).
+    dcgm_node_name: bool = False
+    # Exporters run as Kubernetes pods (DaemonSets) and are found by Kubernetes service
+    # discovery: node-exporter's `instance` is `<node IP>:9100` (hostNetwork), dcgm-exporter's
+    # `<pod IP>:9400`. None: when kube-state-metrics is among the dialects; False: bare metal
+    # (static targets named by host, `Hostname` = the host's name).
+    kubernetes: bool | None = None
+
+    @property
+    def on_kubernetes(self) -> bool:
+        """Whether the exporters run as pods (see ``kubernetes``)."""
+        return Dialect.KSM in self.dialects if self.kubernetes is None else self.kubernetes
 
 
 def default_epoch() -> datetime:

@@ -1,7 +1,11 @@
 """Scrape targets: each node's dcgm-exporter and node-exporter, plus the cluster-wide exporters.
 
-The `job`/`instance` pairs are what a kube-prometheus setup would attach; history files carry the
-same pairs so backfilled and live series are the same series.
+The `job`/`instance` pairs are what Prometheus attaches; history files carry the same pairs so
+backfilled and live series are the same series. On Kubernetes (``ExporterOptions.on_kubernetes``)
+the per-node exporters are DaemonSet pods found by plain Kubernetes service discovery, so
+`instance` is the scrape address, not a node name: node-exporter runs on the host network
+(`<node IP>:9100`, kube-prometheus' nodeExporter-daemonset.yaml `hostNetwork: true`),
+dcgm-exporter on the pod network (`<pod IP>:9400`). On bare metal targets are named by host.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from simulator.rng import unit
 from simulator.spec import ClusterSpec, Dialect
 
 JOBS = {
@@ -22,6 +27,14 @@ JOBS = {
     Dialect.CHECKPOINTS: "training-checkpoints",
 }
 PER_NODE_PORTS = {Dialect.DCGM: 9400, Dialect.NODE_IB: 9100}
+#: (namespace, DaemonSet, hostNetwork) of the per-node exporters on Kubernetes: the GPU
+#: Operator's dcgm-exporter and kube-prometheus' node-exporter.
+DAEMONSETS = {
+    Dialect.DCGM: ("gpu-operator", "nvidia-dcgm-exporter", False),
+    Dialect.NODE_IB: ("monitoring", "node-exporter", True),
+}
+#: The characters of a generated pod-name suffix (k8s.io/apimachinery/pkg/util/rand).
+POD_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 CLUSTER_INSTANCES = {
     Dialect.TREYDOCK: "infiniband-exporter:9315",
     Dialect.KSM: "kube-state-metrics:8080",
@@ -48,18 +61,70 @@ class Target:
         return label_str((("job", self.job), ("instance", self.instance)))
 
 
-def node_targets(dialect: str, node_names: list[str]) -> list[Target]:
-    """The per-node targets of one dialect (dcgm or node_ib)."""
+def node_ip(index: int) -> str:
+    """The InternalIP of node ``index`` (kube_node_info{internal_ip}; deterministic)."""
+    return f"10.0.{index // 250}.{index % 250 + 1}"
+
+
+def pod_ip(index: int, host: int) -> str:
+    """Address ``host`` in node ``index``'s pod CIDR (10.<128 + i // 250>.<i % 250>.0/24)."""
+    return f"10.{128 + index // 250}.{index % 250}.{host}"
+
+
+@dataclass(frozen=True)
+class ExporterPod:
+    """A per-node exporter's pod as kube-state-metrics lists it (kube_pod_info)."""
+
+    dialect: str
+    namespace: str
+    name: str
+    uid: str
+    daemonset: str
+    node: str
+    host_ip: str
+    pod_ip: str
+    host_network: bool
+
+
+def exporter_pod(spec: ClusterSpec, dialect: str, index: int, node: str) -> ExporterPod:
+    """The DaemonSet pod of ``dialect`` on node ``index`` (name ``<daemonset>-<5 chars>``)."""
+    namespace, daemonset, host_network = DAEMONSETS[dialect]
+    picks = (unit(spec.seed, "pod", dialect, index, k) for k in range(5))
+    suffix = "".join(POD_SUFFIX_ALPHABET[int(p * len(POD_SUFFIX_ALPHABET))] for p in picks)
+    h = f"{int(unit(spec.seed, 'uid', dialect, index) * 2**64):016x}{index:016x}"
+    uid = f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+    address = node_ip(index) if host_network else pod_ip(index, 9)
+    return ExporterPod(
+        dialect, namespace, f"{daemonset}-{suffix}", uid, daemonset, node, node_ip(index), address,
+        host_network,
+    )  # fmt: skip
+
+
+def exporter_pods(spec: ClusterSpec, node_names: list[str]) -> list[ExporterPod]:
+    """Every per-node exporter pod (none on bare metal), by dialect then node."""
+    if not spec.exporters.on_kubernetes:
+        return []
+    return [
+        exporter_pod(spec, dialect, index, name)
+        for dialect in Dialect.ALL
+        if dialect in DAEMONSETS and dialect in spec.exporters.dialects
+        for index, name in enumerate(node_names)
+    ]
+
+
+def node_targets(spec: ClusterSpec, dialect: str, node_names: list[str]) -> list[Target]:
+    """The per-node targets of one dialect (dcgm or node_ib); see the module docstring."""
     port = PER_NODE_PORTS[dialect]
+    kubernetes = spec.exporters.on_kubernetes
     return [
         Target(
             JOBS[dialect],
-            f"{name}:{port}",
+            f"{exporter_pod(spec, dialect, index, name).pod_ip if kubernetes else name}:{port}",
             f"/metrics/{dialect}/{quote(name, safe='')}",
             dialect,
             name,
         )
-        for name in node_names
+        for index, name in enumerate(node_names)
     ]
 
 
@@ -70,7 +135,7 @@ def all_targets(spec: ClusterSpec, node_names: list[str]) -> list[Target]:
         if dialect not in spec.exporters.dialects:
             continue
         if dialect in PER_NODE_PORTS:
-            targets.extend(node_targets(dialect, node_names))
+            targets.extend(node_targets(spec, dialect, node_names))
         else:
             targets.append(
                 Target(JOBS[dialect], CLUSTER_INSTANCES[dialect], f"/metrics/{dialect}", dialect)

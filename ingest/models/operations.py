@@ -52,6 +52,9 @@ class FamilyHealth(models.Model):
     errors = models.BigIntegerField(default=0, help_text="failed cycles, total")
     last_rows = models.IntegerField(default=0, help_text="rows written by the last cycle")
     last_error = models.TextField(blank=True)
+    skipped_reasons = models.JSONField(
+        default=dict, blank=True, help_text='series the last cycle skipped: {"job: reason": count}'
+    )
 
     def __str__(self) -> str:
         return self.family
@@ -67,6 +70,7 @@ class IngestCycle(models.Model):
     window_end = models.DateTimeField()
     rows = models.IntegerField(default=0)
     skipped = models.IntegerField(default=0)
+    skipped_reasons = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
 
     class Meta:

@@ -40,6 +40,8 @@ class Batch:
     payload: Any = None
     skipped: int = 0
     notes: list[str] = field(default_factory=list)
+    #: Series skipped for a reason (``"job: reason"`` → distinct series), e.g. no known node.
+    unfit: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass

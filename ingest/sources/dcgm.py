@@ -11,14 +11,15 @@ columns by (node, gpu) (``Collected.add_answers``). The util series also carry
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 
 from django.conf import settings
 from django.db import connection
 
-from ..identity import node_name
+from ..identity import NodeResolver, node_labels, node_name, resolver_for
 from ..models import Family
 from ..normalize import (
     Collected,
@@ -58,13 +59,13 @@ GpuKey = tuple[str, int]
 
 
 def node_by() -> str:
-    """The ``by (…)`` label list that keeps node identity (identity labels + instance)."""
-    return ", ".join([*settings.INGEST_NODE_LABELS, "instance"])
+    """The ``by (…)`` label list that keeps node identity (``identity.node_labels``)."""
+    return ", ".join(node_labels())
 
 
-def gpu_key(labels: Mapping[str, str]) -> GpuKey | None:
-    """(node, gpu index) of a series, or None when either is missing."""
-    node, gpu = node_name(labels), int_label(labels, "gpu")
+def gpu_key(labels: Mapping[str, str], names: NodeResolver | None = None) -> GpuKey | None:
+    """(node, gpu index) of a series, or None when either is missing (node: ``ingest.identity``)."""
+    node, gpu = node_name(labels, names), int_label(labels, "gpu")
     return None if node is None or gpu is None else (node, gpu)
 
 
@@ -119,12 +120,16 @@ def build_rows(collected: Collected, times: list[int], step: int, payload: GpuPa
     payload.seen = {node: (ts, last[node]) for node, ts in first.items()}
 
 
-def collect_xids(series: list[Series], payload: GpuPayload) -> int:
+def collect_xids(
+    series: list[Series],
+    payload: GpuPayload,
+    key_of: Callable[[Mapping[str, str]], GpuKey | None] = gpu_key,
+) -> int:
     """Keep the XID tracks of GPUs with a non-zero value; returns the points skipped (no key)."""
     skipped = 0
     tracks: dict[GpuKey, list[tuple[str, Points]]] = {}
     for item in series:
-        key = gpu_key(item.labels)
+        key = key_of(item.labels)
         if key is None:
             skipped += len(item.points)
             continue
@@ -138,11 +143,11 @@ def collect_xids(series: list[Series], payload: GpuPayload) -> int:
     return skipped
 
 
-def model_recorder(models: dict[str, str]) -> KeyOf:
-    """``gpu_key`` that also records each node's ``modelName`` (run once per label set)."""
+def model_recorder(models: dict[str, str], gpu_key_of: KeyOf = gpu_key) -> KeyOf:
+    """``gpu_key_of`` that also records each node's ``modelName`` (run once per label set)."""
 
     def key_of(labels: Mapping[str, str]) -> GpuKey | None:
-        key = gpu_key(labels)
+        key = gpu_key_of(labels)
         model = labels.get(DCGM_MODEL_LABEL, "").strip()
         if key is not None and model:
             models[key[0]] = model[:MODEL_MAX_LENGTH]
@@ -179,20 +184,23 @@ class GpuSource(Source):
             (promql("gpu", dialect, column.name, by=by), window.fetch_start(column.kind))
             for column in fetched
         ]
+        names = resolver_for(client, window.start, window.end)
+        key_of = partial(gpu_key, names=names)
         answers = client.query_ranges(queries, window.end, window.step)
         start, end = int(window.start.timestamp()), int(window.end.timestamp())
         payload = GpuPayload(times=[start, *steps(start, end, window.step)])
         collected.add_answers(
-            [column.name for column in fetched], answers, model_recorder(payload.models)
+            [column.name for column in fetched], answers, model_recorder(payload.models, key_of)
         )
         build_rows(collected, payload.times[1:], window.step, payload)
         xids = client.query_range_lenient(
             promql("gpu", dialect, "xid", by=by), window.start, window.end, window.step
         )
-        skipped = collected.skipped + xids.skipped + collect_xids(xids.series, payload)
+        skipped = collected.skipped + xids.skipped + collect_xids(xids.series, payload, key_of)
         return Batch(
-            self.family, window, payload=payload, skipped=skipped, notes=[f"dialect={dialect}"]
-        )
+            self.family, window, payload=payload, skipped=skipped, notes=[f"dialect={dialect}"],
+            unfit=names.unfit(),
+        )  # fmt: skip
 
     def store(self, batch: Batch) -> StoreResult:
         """Nodes upserted, samples inserted once, new XID codes recorded as events."""

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 
 from django.conf import settings
 
-from ..identity import node_name
+from ..identity import NodeResolver, node_name, resolver_for
 from ..models import Family
 from ..normalize import (
     Collected,
@@ -88,9 +89,13 @@ class IbPayload:
     times: list[int] = field(default_factory=list)
 
 
-def node_exporter_key(labels: Mapping[str, str]) -> PortKey | None:
-    """(node, device, port) of a node_exporter series."""
-    node, port, device = node_name(labels), int_label(labels, "port"), labels.get("device")
+def node_exporter_key(
+    labels: Mapping[str, str], names: NodeResolver | None = None
+) -> PortKey | None:
+    """(node, device, port) of a node_exporter series (node, device: ``ingest.identity``)."""
+    names = names or NodeResolver()
+    node, port = node_name(labels, names), int_label(labels, "port")
+    device = names.device(labels.get("device"), labels) if node is not None else None
     return None if node is None or port is None or not device else (node, device, port)
 
 
@@ -102,8 +107,10 @@ class TreydockKeyer:
         hca_by_guid: Mapping[str, str],
         pulled: DialectPull,
         owns: Callable[[str], bool] | None = None,
+        names: NodeResolver | None = None,
     ) -> None:
         self.hca_by_guid, self.pulled, self.owns = hca_by_guid, pulled, owns
+        self.names = names or NodeResolver()
 
     def __call__(self, labels: Mapping[str, str]) -> PortKey | None:
         """The port key, or None (and the CA counted under its skip reason)."""
@@ -114,9 +121,13 @@ class TreydockKeyer:
             return None
         if port is None:
             return None
-        if self.owns is not None and not self.owns(name.node):
+        located = self.names.located((name.node, name.device), guid, labels)
+        if located is None:  # a node name or device that does not fit (counted by the resolver)
+            return None
+        node, device = located
+        if self.owns is not None and not self.owns(node):
             return FOREIGN  # another shard's node: dropped after folding, not "skipped"
-        key = (name.node, name.device, port)
+        key = (node, device, port)
         self.pulled.guids[key] = guid
         return key
 
@@ -204,16 +215,20 @@ class IbSource(Source):
 
     family = Family.IB
 
-    def _pull_dialect(self, client: PrometheusClient, dialect: str, window: Window) -> DialectPull:
+    def _pull_dialect(
+        self, client: PrometheusClient, dialect: str, window: Window, names: NodeResolver
+    ) -> DialectPull:
         pulled = DialectPull(dialect, Collected())
-        key_of: Callable[[Mapping[str, str]], PortKey | None] = node_exporter_key
+        key_of: Callable[[Mapping[str, str]], PortKey | None] = partial(
+            node_exporter_key, names=names
+        )
         if dialect == "treydock":
             # treydock has no node label: a shard reads the whole fabric, keeps its own nodes.
             client, owns = getattr(client, "base", client), getattr(client, "owns", None)
             span = int((window.end - window.start).total_seconds()) + 300
             info = client.query(promql("ib", dialect, "hca_info", range=f"{span}s"), at=window.end)
             hcas = {s.labels.get("guid", ""): s.labels.get("hca", "") for s in info.series}
-            key_of = TreydockKeyer(hcas, pulled, owns)
+            key_of = TreydockKeyer(hcas, pulled, owns, names)
             pulled.collected.skipped += info.skipped
         by = node_by()
         columns = [c for c in SPEC if c.name in IB[dialect]]  # treydock has no port state
@@ -229,7 +244,8 @@ class IbSource(Source):
 
     def pull(self, client: PrometheusClient, window: Window) -> Batch:
         """Per dialect present, one query_range per column (counters from the window start)."""
-        pulls = [self._pull_dialect(client, d, window) for d in dialects_present(client)]
+        names = resolver_for(client, window.start, window.end)
+        pulls = [self._pull_dialect(client, d, window, names) for d in dialects_present(client)]
         collected = merge(pulls)
         keys, no_counters = ib_ports(collected)
         guids: dict[PortKey, str] = {}
@@ -244,6 +260,7 @@ class IbSource(Source):
             payload=payload,
             skipped=collected.skipped,
             notes=skip_notes(pulls, no_counters, len(set(keys) - collected.keys_of("state"))),
+            unfit=names.unfit(),
         )
 
     def store(self, batch: Batch) -> StoreResult:

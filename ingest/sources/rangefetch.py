@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from django.conf import settings
 
+from ..identity import checked
 from ..prometheus import PrometheusClient, Series
 from .base import Batch, Window
 
@@ -28,23 +29,21 @@ def fetch(client: PrometheusClient, query: str, window: Window, batch: Batch) ->
     return answer.series
 
 
-MAX_NAME = 253
-
-
-def clip(value: str) -> str:
-    """A label value cut to what the name columns hold (253, Kubernetes' own limit)."""
-    return value[:MAX_NAME]
-
-
 def labelled(
     series: list[Series], *labels: str, batch: Batch
 ) -> list[tuple[tuple[str, ...], Series]]:
-    """Each series with the values of ``labels``; series missing one are skipped and counted."""
+    """Each series with the values of ``labels``, normalised by ``identity.checked`` (253
+    characters, Kubernetes' own limit and the name columns' width); a series missing one is
+    skipped and counted, one whose value does not fit also in ``batch.unfit`` with the reason."""
     kept = []
     for item in series:
-        values = tuple(clip(item.labels.get(label, "")) for label in labels)
-        if all(values):
-            kept.append((values, item))
-        else:
-            batch.skipped += len(item.points)
+        found = [(label, *checked(item.labels.get(label, ""))) for label in labels]
+        if all(value for _label, value, _problem in found):
+            kept.append((tuple(value for _label, value, _problem in found), item))
+            continue
+        batch.skipped += len(item.points)
+        for label, value, problem in found:
+            if value is None and item.labels.get(label, "").strip():
+                reason = f"kube-state-metrics: {label} label {problem}"
+                batch.unfit[reason] = batch.unfit.get(reason, 0) + 1
     return kept

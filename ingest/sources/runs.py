@@ -60,6 +60,7 @@ class RunsSource(Source):
             data, query("pod_restarts"), start, terminated_reasons(query("pod_terminated"))
         )
         add_reasons(data, query("pod_reason"), start, step)
+        batch.unfit.update(data.unfit)
         return batch
 
     def store(self, batch: Batch) -> StoreResult:

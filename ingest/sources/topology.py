@@ -14,10 +14,12 @@ the family stores nothing: topology is optional.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from django.db import connection
 
+from ..identity import NodeResolver, optional, resolver_for
 from ..models import Family
 from ..normalize import int_label, split_hca
 from ..prometheus import PrometheusClient
@@ -45,17 +47,23 @@ class Decoded:
     uplinks: dict[tuple[str, str, int], Uplink] = field(default_factory=dict)
     skipped: int = 0
     skipped_cas: dict[str, set[str]] = field(default_factory=dict)
+    # Node and device go through ``ingest.identity`` like every family's.
+    names: NodeResolver = field(default_factory=NodeResolver)
 
-    def add(self, ca: str, guid: str, port: int | None, leaf: str, switch_port: str) -> None:
+    def add(self, ca: str, guid: str, port: int | None, leaf: str, switch_port: str,
+            labels: Mapping[str, str]) -> None:  # fmt: skip
         """One CA port and its switch port (a CA that is not a host port is counted, not kept)."""
         name = split_hca(ca)
         if name.skip:
             self.skipped_cas.setdefault(name.skip, set()).add(guid)
-        elif port is None or not leaf:
+            return
+        located = self.names.located((name.node, name.device), guid, labels)
+        leaf_name, port_name = optional(leaf), optional(switch_port, 32)
+        if located is None or port is None or leaf_name is None or port_name is None:
             self.skipped += 1
         else:
-            key = (name.node, name.device, port)
-            self.uplinks.setdefault(key, Uplink(*key, guid, leaf, switch_port))
+            key = (*located, port)
+            self.uplinks.setdefault(key, Uplink(*key, guid, leaf_name, port_name))
 
     def notes(self) -> list[str]:
         """``skipped CAs <reason>=<count>`` per reason."""
@@ -75,6 +83,7 @@ def uplinks_from(uplink_series: list, switch_names: dict[str, str], into: Decode
             int_label(labels, "uplink_port"),
             leaf,
             labels.get("port", ""),
+            labels,
         )
 
 
@@ -91,6 +100,7 @@ def hca_uplinks_from(uplink_series: list, switch_names: dict[str, str], into: De
             int_label(labels, "port"),
             leaf,
             labels.get("uplink_port", ""),
+            labels,
         )
 
 
@@ -107,7 +117,8 @@ class TopologySource(Source):
             promql("topology", "treydock", "switches", range=span), at=window.end
         )
         names = {s.labels.get("guid", ""): s.labels.get("switch", "") for s in switches.series}
-        decoded = Decoded(skipped=switches.skipped)
+        resolver = resolver_for(client, window.start, window.end)
+        decoded = Decoded(skipped=switches.skipped, names=resolver)
         for name, decode in (("uplinks", uplinks_from), ("hca_uplinks", hca_uplinks_from)):
             answer = client.query(promql("topology", "treydock", name, range=span), at=window.end)
             decode(answer.series, names, decoded)
@@ -118,6 +129,7 @@ class TopologySource(Source):
             payload=sorted(decoded.uplinks.values(), key=lambda u: (u.node, u.device, u.port)),
             skipped=decoded.skipped,
             notes=decoded.notes(),
+            unfit=resolver.unfit(),
         )
 
     def store(self, batch: Batch) -> StoreResult:

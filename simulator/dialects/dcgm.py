@@ -174,8 +174,14 @@ def _entity(pairs: list[tuple[str, str]]) -> Entity:
     return Entity(tuple(pairs), _label_text(pairs, []))
 
 
-def gpu_labels(state: NodeState, gpu: int, options: ExporterOptions) -> list[Entity]:
-    """One GPU's labels, one entity per GPU instance on a MIG GPU (else one)."""
+def gpu_labels(
+    state: NodeState, gpu: int, options: ExporterOptions, hostname: str | None = None
+) -> list[Entity]:
+    """One GPU's labels, one entity per GPU instance on a MIG GPU (else one).
+
+    ``hostname``: the exporter's own host name (its pod's name on Kubernetes without
+    NODE_NAME, see ``simulator.targets``); default the node's name.
+    """
     node = state.node
     base = [
         ("gpu", str(gpu)),
@@ -184,7 +190,7 @@ def gpu_labels(state: NodeState, gpu: int, options: ExporterOptions) -> list[Ent
         ("device", f"nvidia{gpu}"),
         ("modelName", GPU_MODEL),
     ]
-    tail = [(options.dcgm_node_label, node.name)]
+    tail = [(options.dcgm_node_label, hostname or node.name)]
     if not options.dcgm_legacy:  # DCGM_FI_DRIVER_VERSION is a label field of the default CSV
         tail.append(("DCGM_FI_DRIVER_VERSION", DRIVER_VERSION))
     attributes = _pod_pairs(state, options)

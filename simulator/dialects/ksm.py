@@ -1,12 +1,21 @@
-"""kube-state-metrics: pods (info, labels, phase, restarts) and nodes (taints, cordon, Ready)."""
+"""kube-state-metrics: pods (info, labels, phase, restarts) and nodes (info, taints, cordon, Ready).
+
+Label sets as kube-state-metrics emits them (kubernetes/kube-state-metrics
+internal/store/pod.go and node.go @ c92fe0c5, docs/metrics/workload/pod-metrics.md @ 96a6db87,
+docs/metrics/cluster/node-metrics.md @ ca300481): ``kube_pod_info{namespace, pod, uid, host_ip,
+pod_ip, node, created_by_kind, created_by_name, priority_class, host_network}`` — the per-node
+exporters' DaemonSet pods included — and ``kube_node_info{node, …, internal_ip}``.
+"""
 
 from __future__ import annotations
 
 from simulator.exposition import COUNTER, GAUGE, Family, Lines, big, label_str
 from simulator.model import NodeState, Pod
+from simulator.targets import ExporterPod, node_ip, pod_ip
 from simulator.topology import TRAINING
 
 POD_INFO = Family("kube_pod_info", GAUGE, "[STABLE] Information about pod.")
+NODE_INFO = Family("kube_node_info", GAUGE, "[STABLE] Information about a cluster node.")
 POD_LABELS = Family(
     "kube_pod_labels", GAUGE, "[STABLE] Kubernetes labels converted to Prometheus labels."
 )
@@ -29,6 +38,7 @@ UNSCHEDULABLE = Family(
 )
 CONDITION = Family("kube_node_status_condition", GAUGE, "[STABLE] The condition of a cluster node.")
 FAMILIES = [
+    NODE_INFO,
     POD_INFO,
     POD_LABELS,
     POD_PHASE,
@@ -60,12 +70,11 @@ def _pod_key(pod: Pod) -> list[tuple[str, str]]:
 
 
 def _pod_info(state: NodeState, pod: Pod) -> str:
-    ip = f"10.{state.node.index // 250}.{state.node.index % 250}"
     return label_str(
         _pod_key(pod)
         + [
-            ("host_ip", f"{ip}.1"),
-            ("pod_ip", f"{ip}.17"),
+            ("host_ip", node_ip(state.node.index)),
+            ("pod_ip", pod_ip(state.node.index, 17)),
             ("node", state.node.name),
             ("created_by_kind", pod.owner_kind),
             ("created_by_name", pod.owner_name),
@@ -104,12 +113,62 @@ def _render_reasons(pods: list[tuple[NodeState, Pod]], zeros: bool, lines: Lines
                 lines.sample(POD_REASON.name, labels, "1" if listed == reason else "0")
 
 
-def render(states: list[NodeState], lines: Lines, reason_zeros: bool = False) -> None:
-    """Write the cluster's kube-state-metrics exposition from every node's state."""
+def _exporter_pod_info(pod: ExporterPod) -> str:
+    return label_str(
+        (
+            ("namespace", pod.namespace),
+            ("pod", pod.name),
+            ("uid", pod.uid),
+            ("host_ip", pod.host_ip),
+            ("pod_ip", pod.pod_ip),
+            ("node", pod.node),
+            ("created_by_kind", "DaemonSet"),
+            ("created_by_name", pod.daemonset),
+            ("priority_class", "system-node-critical"),
+            ("host_network", "true" if pod.host_network else "false"),
+        )
+    )
+
+
+def _node_info(state: NodeState) -> str:
+    index = state.node.index
+    return label_str(
+        (
+            ("node", state.node.name),
+            ("kernel_version", "5.15.0-105-generic"),
+            ("os_image", "Ubuntu 22.04.4 LTS"),
+            ("container_runtime_version", "containerd://1.7.13"),
+            ("kubelet_version", "v1.29.4"),
+            ("kubeproxy_version", "deprecated"),
+            ("provider_id", ""),
+            ("pod_cidr", f"10.{128 + index // 250}.{index % 250}.0/24"),
+            ("system_uuid", f"{index:08x}-0000-4000-8000-000000000000"),
+            ("internal_ip", node_ip(index)),
+        )
+    )
+
+
+def render(
+    states: list[NodeState],
+    lines: Lines,
+    exporter_pods: list[ExporterPod] | None = None,
+    reason_zeros: bool = False,
+) -> None:
+    """Write the cluster's kube-state-metrics exposition from every node's state.
+
+    ``exporter_pods``: the per-node exporters' DaemonSet pods (listed in kube_pod_info only:
+    ingest reads them to map exporter pods and IPs to nodes). ``reason_zeros``: every
+    kube_pod_status_reason with 0/1, as kube-state-metrics up to v2.19 writes them.
+    """
     pods = [(s, s.pod) for s in states if s.pod is not None]
+    lines.family(NODE_INFO)
+    for state in states:
+        lines.sample(NODE_INFO.name, _node_info(state), "1")
     lines.family(POD_INFO)
     for state, pod in pods:
         lines.sample(POD_INFO.name, _pod_info(state, pod), "1")
+    for exporter in exporter_pods or ():
+        lines.sample(POD_INFO.name, _exporter_pod_info(exporter), "1")
     lines.family(POD_LABELS)
     for _state, pod in pods:
         lines.sample(POD_LABELS.name, _pod_labels(pod), "1")

@@ -18,10 +18,12 @@ pytestmark = [
     pytest.mark.prometheus,
     pytest.mark.django_db(transaction=True),
 ]
+# With kube-state-metrics the exporters run as pods (pod-named Hostname, IP instances) and
+# ingest maps them to nodes; "hostname+treydock" is bare metal (labels taken as they are).
 VARIANTS = {
-    "Hostname+node_exporter": {"dcgm_node_label": "Hostname", "dialects": (Dialect.DCGM, Dialect.NODE_IB, Dialect.TREYDOCK)},
+    "Hostname+node_exporter": {"dcgm_node_label": "Hostname", "dialects": (Dialect.DCGM, Dialect.NODE_IB, Dialect.TREYDOCK, Dialect.KSM)},
     "hostname+treydock": {"dcgm_node_label": "hostname", "dialects": (Dialect.DCGM, Dialect.TREYDOCK)},
-    "legacy+node_exporter": {"dcgm_legacy": True, "dialects": (Dialect.DCGM, Dialect.NODE_IB)},
+    "legacy+node_exporter": {"dcgm_legacy": True, "dialects": (Dialect.DCGM, Dialect.NODE_IB, Dialect.KSM)},
 }  # fmt: skip
 
 
@@ -68,7 +70,7 @@ def test_gpu_values_are_stored_exactly(prom: SimulatedPrometheus, settings) -> N
         if legacy
         else ("hostname" if prom.variant.startswith("hostname") else "Hostname")
     )  # type: ignore[attr-defined]
-    host = f"{node}:9400" if legacy else node
+    host = prom.instance(node, "dcgm") if legacy else prom.hostname(node)
     util = "dcgm_gpu_utilization" if legacy else "DCGM_FI_DEV_GPU_UTIL"
     power = "dcgm_power_usage" if legacy else "DCGM_FI_DEV_POWER_USAGE"
     sample = Node.objects.get(name=node).gpusample_set.get(gpu=3, ts=at(ts))
@@ -97,7 +99,7 @@ def test_ib_values_are_stored_exactly(prom: SimulatedPrometheus) -> None:
     if treydock:
         selector = f'infiniband_hca_port_transmit_data_bytes_total{{guid="{port.guid}",port="1"}}'
     else:
-        selector = f'node_infiniband_port_data_transmitted_bytes_total{{instance="{node}:9100",device="mlx5_3"}}'
+        selector = f'node_infiniband_port_data_transmitted_bytes_total{{instance="{prom.instance(node, "node_ib")}",device="mlx5_3"}}'
     expected = (raw(prom, selector, ts) - raw(prom, selector, ts - STEP)) / STEP
     assert sample.tx_bytes == expected
     # node_exporter also lists the dual-port storage HCA (mlx5_8 ports 1-2); its i40iw0 has no
@@ -147,3 +149,10 @@ def test_the_same_window_twice_stores_the_same_rows(prom: SimulatedPrometheus) -
         IbSample.objects.count(),
         Node.objects.get(name=prom.cluster.nodes[0].name).gpusample_set.count(),
     ) == counts
+
+
+def test_every_series_is_stored_under_its_nodes_name(prom: SimulatedPrometheus) -> None:
+    # Pod-named Hostname and IP instances (the Kubernetes variants) map to the node: no node
+    # is named after an exporter pod or an address.
+    ingest_history(prom, minutes=10)
+    assert set(Node.objects.values_list("name", flat=True)) == {n.name for n in prom.cluster.nodes}

@@ -32,7 +32,8 @@ def sharded_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim
     """8 nodes (dcgm + node_exporter IB), 30 min of every family's history, an XID and a pegged counter."""
     require_prometheus()
     end = float(int(time.time() // STEP) * STEP)
-    options = ExporterOptions(dialects=frozenset({Dialect.DCGM, Dialect.NODE_IB}))
+    # kube-state-metrics too: the exporters run as pods and shards group series by resolved node.
+    options = ExporterOptions(dialects=frozenset({Dialect.DCGM, Dialect.NODE_IB, Dialect.KSM}))
     cluster = small_cluster(options, end, nodes=NODES)
     workdir = tmp_path_factory.mktemp("sharded-prometheus")
     with simulated_prometheus(cluster, workdir, HISTORY, STEP, "2s", "all", end) as prom:

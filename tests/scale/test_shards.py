@@ -100,4 +100,6 @@ def test_a_shard_queries_only_its_nodes(sharded_prometheus: SimulatedPrometheus)
         names = sorted(series.labels["Hostname"] for series in answer.series)
         assert names == order["values"]
         seen += names
-    assert sorted(seen) == sorted(node.name for node in sharded_prometheus.cluster.nodes)
+    # Hostname is each node's dcgm-exporter pod name: the shard selects those label values.
+    nodes = sharded_prometheus.cluster.nodes
+    assert sorted(seen) == sorted(sharded_prometheus.hostname(node.name) for node in nodes)

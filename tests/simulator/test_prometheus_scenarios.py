@@ -32,13 +32,22 @@ def test_tensor_drift_shows_busy_util_and_idle_tensor_cores_on_that_gpu_only(
 ) -> None:
     prom, node = scenario_prometheus, node_of(scenario_prometheus, "tensor_drift")
     during, after = prom.end - 45 * MIN, prom.end - 20 * MIN
-    tensor = values_by(prom, f'DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{{Hostname="{node}"}}', "gpu", during)
-    util = values_by(prom, f'DCGM_FI_DEV_GPU_UTIL{{Hostname="{node}"}}', "gpu", during)
-    power = values_by(prom, f'DCGM_FI_DEV_POWER_USAGE{{Hostname="{node}"}}', "gpu", during)
+    tensor = values_by(
+        prom, f'DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{{Hostname="{prom.hostname(node)}"}}', "gpu", during
+    )
+    util = values_by(
+        prom, f'DCGM_FI_DEV_GPU_UTIL{{Hostname="{prom.hostname(node)}"}}', "gpu", during
+    )
+    power = values_by(
+        prom, f'DCGM_FI_DEV_POWER_USAGE{{Hostname="{prom.hostname(node)}"}}', "gpu", during
+    )
     assert tensor["3"] < 0.05 and util["3"] > 95 and power["3"] < 100
     assert all(v > 0.05 for gpu, v in tensor.items() if gpu != "3")
     assert (
-        prom.scalar(f'DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{{Hostname="{node}",gpu="3"}}', after) > 0.05
+        prom.scalar(
+            f'DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{{Hostname="{prom.hostname(node)}",gpu="3"}}', after
+        )
+        > 0.05
     )  # type: ignore[operator]
 
 
@@ -46,7 +55,7 @@ def test_tensor_drift_that_is_happening_now_is_in_the_live_scrape(
     scenario_prometheus: SimulatedPrometheus,
 ) -> None:
     prom, node = scenario_prometheus, node_of(scenario_prometheus, "tensor_drift", 1)
-    expr = f'DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{{Hostname="{node}",gpu="1"}} and (timestamp(DCGM_FI_PROF_PIPE_TENSOR_ACTIVE) > {prom.end})'
+    expr = f'DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{{Hostname="{prom.hostname(node)}",gpu="1"}} and (timestamp(DCGM_FI_PROF_PIPE_TENSOR_ACTIVE) > {prom.end})'
     assert prom.scalar(expr) < 0.05  # type: ignore[operator]
 
 
@@ -56,10 +65,13 @@ def test_node_down_leaves_no_samples_in_history_and_up_zero(
     prom, node = scenario_prometheus, node_of(scenario_prometheus, "node_down")
     during = prom.end - 40.5 * MIN
     assert (
-        prom.query(f'count_over_time(DCGM_FI_DEV_GPU_UTIL{{Hostname="{node}"}}[9m])', during) == []
+        prom.query(
+            f'count_over_time(DCGM_FI_DEV_GPU_UTIL{{Hostname="{prom.hostname(node)}"}}[9m])', during
+        )
+        == []
     )
-    assert prom.scalar(f'up{{instance="{node}:9400"}}', during) == 0
-    assert prom.scalar(f'up{{instance="{node}:9400"}}', prom.end - 30 * MIN) == 1
+    assert prom.scalar(f'up{{instance="{prom.instance(node, "dcgm")}"}}', during) == 0
+    assert prom.scalar(f'up{{instance="{prom.instance(node, "dcgm")}"}}', prom.end - 30 * MIN) == 1
 
 
 def test_node_down_now_makes_its_live_targets_fail(
@@ -68,20 +80,20 @@ def test_node_down_now_makes_its_live_targets_fail(
     prom, node = scenario_prometheus, node_of(scenario_prometheus, "node_down", 1)
     live = f"(timestamp(up) > {prom.end})"
     down = {r["metric"]["instance"] for r in prom.query(f"up == 0 and {live}")}
-    assert down == {f"{node}:9400", f"{node}:9100"}
+    assert down == {prom.instance(node, "dcgm"), prom.instance(node, "node_ib")}
 
 
 def test_ib_link_flap_counts_each_flap_and_shows_the_port_down(
     scenario_prometheus: SimulatedPrometheus,
 ) -> None:
     prom, node = scenario_prometheus, node_of(scenario_prometheus, "ib_link_flap")
-    sel = f'instance="{node}:9100",device="mlx5_5"'
+    sel = f'instance="{prom.instance(node, "node_ib")}",device="mlx5_5"'
     before = prom.scalar(f"node_infiniband_link_downed_total{{{sel}}}", prom.end - 31 * MIN)
     after = prom.scalar(f"node_infiniband_link_downed_total{{{sel}}}", prom.end - 10 * MIN)
     assert after - before == 2  # type: ignore[operator]
     states = values_by(
         prom,
-        f'min_over_time(node_infiniband_state_id{{instance="{node}:9100"}}[16m])',
+        f'min_over_time(node_infiniband_state_id{{instance="{prom.instance(node, "node_ib")}"}}[16m])',
         "device",
         prom.end - 14 * MIN,
     )
@@ -103,7 +115,7 @@ def test_run_crash_restarts_pods_and_resumes_from_the_last_checkpoint(
     ckpt = f'training_last_checkpoint_timestamp_seconds{{job_name="{crash.run}"}}'
     assert prom.scalar(ckpt, crash.start + 2 * MIN) < crash.start  # type: ignore[operator]
     nodes = prom.cluster.run_on(node_of(prom, "tensor_drift"), crash.start - MIN).nodes  # type: ignore[union-attr]
-    regex = "|".join(nodes[1:])
+    regex = "|".join(prom.hostname(node) for node in nodes[1:])
     restarting = prom.scalar(
         f'max(DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{{Hostname=~"{regex}"}})', crash.start + 2 * MIN
     )
@@ -116,7 +128,7 @@ def test_ib_symbol_errors_climb_at_the_configured_rate_on_one_port(
     prom, node = scenario_prometheus, node_of(scenario_prometheus, "ib_symbol_errors")
     grown = values_by(
         prom,
-        f'node_infiniband_symbol_error_total{{instance="{node}:9100"}} - node_infiniband_symbol_error_total{{instance="{node}:9100"}} offset 20m',
+        f'node_infiniband_symbol_error_total{{instance="{prom.instance(node, "node_ib")}"}} - node_infiniband_symbol_error_total{{instance="{prom.instance(node, "node_ib")}"}} offset 20m',
         "device",
         prom.end - 65 * MIN,
     )
@@ -126,7 +138,7 @@ def test_ib_symbol_errors_climb_at_the_configured_rate_on_one_port(
 
 def test_ib_congestion_makes_xmit_wait_climb(scenario_prometheus: SimulatedPrometheus) -> None:
     prom, node = scenario_prometheus, node_of(scenario_prometheus, "ib_congestion")
-    expr = f'rate(node_infiniband_port_transmit_wait_total{{instance="{node}:9100",device="mlx5_0"}}[5m])'
+    expr = f'rate(node_infiniband_port_transmit_wait_total{{instance="{prom.instance(node, "node_ib")}",device="mlx5_0"}}[5m])'
     assert prom.scalar(expr, prom.end - 70 * MIN) > 1.5e5  # type: ignore[operator]
     assert prom.scalar(expr, prom.end - 20 * MIN) < 1e4  # type: ignore[operator]
 
@@ -141,8 +153,8 @@ def test_ib_straggler_moves_far_less_than_its_run_peers(
         "instance",
         prom.end - 35 * MIN,
     )
-    peer = rates[f"{node_of(prom, 'tensor_drift')}:9100"]
-    assert rates[f"{node}:9100"] < 0.3 * peer
+    peer = rates[prom.instance(node_of(prom, "tensor_drift"), "node_ib")]
+    assert rates[prom.instance(node, "node_ib")] < 0.3 * peer
 
 
 def test_ib_counter_saturated_pegs_at_the_32_bit_maximum(
@@ -151,7 +163,7 @@ def test_ib_counter_saturated_pegs_at_the_32_bit_maximum(
     prom, node = scenario_prometheus, node_of(scenario_prometheus, "ib_counter_saturated")
     waits = values_by(
         prom,
-        f'node_infiniband_port_transmit_wait_total{{instance="{node}:9100"}}',
+        f'node_infiniband_port_transmit_wait_total{{instance="{prom.instance(node, "node_ib")}"}}',
         "device",
         prom.end - 35 * MIN,
     )
@@ -163,7 +175,7 @@ def test_nvlink_errors_grow_on_one_gpu(scenario_prometheus: SimulatedPrometheus)
     prom, node = scenario_prometheus, node_of(scenario_prometheus, "nvlink_errors")
     grown = values_by(
         prom,
-        f'increase(DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL{{Hostname="{node}"}}[10m])',
+        f'increase(DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL{{Hostname="{prom.hostname(node)}"}}[10m])',
         "gpu",
         prom.end - 15 * MIN,
     )
@@ -174,11 +186,17 @@ def test_nvlink_errors_grow_on_one_gpu(scenario_prometheus: SimulatedPrometheus)
 def test_xid_holds_its_code_during_the_fault_only(scenario_prometheus: SimulatedPrometheus) -> None:
     prom, node = scenario_prometheus, node_of(scenario_prometheus, "xid")
     during = values_by(
-        prom, f'DCGM_FI_DEV_XID_ERRORS{{Hostname="{node}"}}', "gpu", prom.end - 60 * MIN
+        prom,
+        f'DCGM_FI_DEV_XID_ERRORS{{Hostname="{prom.hostname(node)}"}}',
+        "gpu",
+        prom.end - 60 * MIN,
     )
     assert during == {str(g): (79 if g == 2 else 0) for g in range(8)}
     assert (
-        prom.scalar(f'DCGM_FI_DEV_XID_ERRORS{{Hostname="{node}",gpu="2"}}', prom.end - 40 * MIN)
+        prom.scalar(
+            f'DCGM_FI_DEV_XID_ERRORS{{Hostname="{prom.hostname(node)}",gpu="2"}}',
+            prom.end - 40 * MIN,
+        )
         == 0
     )
 
@@ -217,7 +235,9 @@ def test_history_and_live_form_one_series_without_a_gap(
     scenario_prometheus: SimulatedPrometheus,
 ) -> None:
     prom, node = scenario_prometheus, node_of(scenario_prometheus, "tensor_drift")
-    series = prom.query(f'DCGM_FI_DEV_GPU_UTIL{{instance="{node}:9400",gpu="0"}}[10m]')
+    series = prom.query(
+        f'DCGM_FI_DEV_GPU_UTIL{{instance="{prom.instance(node, "dcgm")}",gpu="0"}}[10m]'
+    )
     assert len(series) == 1
     stamps = [float(t) for t, _v in series[0]["values"]]
     assert min(stamps) < prom.end < max(stamps)
@@ -231,10 +251,13 @@ def test_live_counters_continue_the_history_counters(
 ) -> None:
     prom, node = scenario_prometheus, node_of(scenario_prometheus, "tensor_drift")
     resets = prom.query(
-        f'resets(node_infiniband_port_data_transmitted_bytes_total{{instance="{node}:9100"}}[10m])'
+        f'resets(node_infiniband_port_data_transmitted_bytes_total{{instance="{prom.instance(node, "node_ib")}"}}[10m])'
     )
     # 8 rail ports and the storage HCA's two (i40iw0 has no data counter)
     assert len(resets) == 10 and {float(r["value"][1]) for r in resets} == {0.0}
     assert (
-        prom.query(f'count(DCGM_FI_DEV_GPU_UTIL{{instance="{node}:9400"}})')[0]["value"][1] == "8"
+        prom.query(f'count(DCGM_FI_DEV_GPU_UTIL{{instance="{prom.instance(node, "dcgm")}"}})')[0][
+            "value"
+        ][1]
+        == "8"
     )

@@ -3,7 +3,7 @@
 Typical use (see `simulated_prometheus`):
 
     with simulated_prometheus(cluster, tmp_path, history=timedelta(hours=2)) as prom:
-        prom.query('DCGM_FI_DEV_GPU_UTIL{Hostname="gpu-003",gpu="3"}', at=prom.end - 600)
+        prom.query(f'DCGM_FI_DEV_GPU_UTIL{{Hostname="{prom.hostname("gpu-003")}",gpu="3"}}', prom.end)
 """
 
 from __future__ import annotations
@@ -201,6 +201,18 @@ class SimulatedPrometheus:
     def query_range(self, expr: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
         """Range PromQL query."""
         return self.prometheus.query_range(expr, start, end, step)
+
+    def instance(self, node: str, dialect: str) -> str:
+        """The ``instance`` of ``node``'s exporter of ``dialect`` (on Kubernetes an IP:port)."""
+        return next(
+            t.instance
+            for t in renderer_for(self.cluster).targets
+            if t.node == node and t.dialect == dialect
+        )
+
+    def hostname(self, node: str) -> str:
+        """dcgm-exporter's ``Hostname`` on ``node`` (its pod's name unless NODE_NAME is set)."""
+        return renderer_for(self.cluster).dcgm_hostnames.get(node, node)
 
 
 @contextlib.contextmanager

@@ -18,7 +18,24 @@ def render_table(report: CoverageReport) -> str:
     lines = [f"Coverage of {report.prometheus or 'Prometheus'}", ""]
     for family in report.families:
         lines += _family_block(family)
+    lines += identity_block(report)
     return "\n".join(lines)
+
+
+def identity_block(report: CoverageReport) -> list[str]:
+    """Node identity: per exporter, how its series map to nodes, what maps to none and the fix."""
+    lines = ["Node identity", f"    {report.identity_note}"]
+    for exporter in report.identity:
+        lines.append(f"    {exporter.job} ({exporter.family}): {exporter.series} series")
+        for group in exporter.mapped:
+            lines.append(f"        mapped {group.series}: {group.reason}")
+        for group in [*exporter.unresolved, *exporter.suspect]:
+            status = "UNRESOLVED" if group in exporter.unresolved else "SUSPECT"
+            lines.append(f"        {status} {group.series}: {group.reason}")
+            lines += [f"            e.g. {example}" for example in group.examples]
+            lines.append(f"            fix: {group.fix}")
+    lines.append("")
+    return lines
 
 
 def _family_block(family: FamilyStatus) -> list[str]:
