@@ -37,17 +37,19 @@ from django.conf import settings
 from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 
+from .flavor import (
+    _FLAVORS,
+    PROMETHEUS,
+    VICTORIAMETRICS,
+    VICTORIAMETRICS_LABELS_START,
+    VICTORIAMETRICS_QUERY_ARGS,
+    flavor_of,
+    warn_if_short_lookback,
+)
+
 MAX_POINTS_PER_SERIES = 11_000
 #: Stay well below the hard limit so a chunk never trips it on a boundary.
 POINTS_PER_CHUNK = 10_000
-PROMETHEUS, VICTORIAMETRICS = "prometheus", "victoriametrics"
-#: VictoriaMetrics-only query args: no response cache, hence no rounding of start/end
-#: to the step and no latency offset on instant queries (VictoriaMetrics v1.79.5,
-#: app/vmselect/prometheus/prometheus.go). Prometheus ignores form fields it does not know.
-VICTORIAMETRICS_QUERY_ARGS = {"nocache": "1"}
-#: Label names over all time, as Prometheus answers: newer VictoriaMetrics read a missing
-#: (or 0) ``start`` of the labels API as "the last 5 minutes".
-VICTORIAMETRICS_LABELS_START = "1"
 
 
 class PrometheusError(Exception):
@@ -123,21 +125,6 @@ def chunks(
         cursor = piece_end + timedelta(seconds=step_seconds)
 
 
-def flavor_of(buildinfo: object) -> str:
-    """The query API behind a ``/api/v1/status/buildinfo`` ``data``.
-
-    Prometheus, Thanos and Mimir name their ``revision``; VictoriaMetrics answers
-    ``{}`` (v1.79) or only a fixed ``{"version": "2.24.0"}`` (later versions).
-    """
-    if isinstance(buildinfo, dict) and not buildinfo.get("revision"):
-        return VICTORIAMETRICS
-    return PROMETHEUS
-
-
-#: Detected flavour per backend URL (asked once per process).
-_FLAVORS: dict[str, str] = {}
-
-
 def _checked_result(body: object, url: str) -> object:
     """``data.result`` of a decoded answer; an error status or a partial answer raises."""
     if not isinstance(body, dict):
@@ -204,7 +191,25 @@ class PrometheusClient:
             except PrometheusError:
                 data = None  # 404 and the like: not a VictoriaMetrics
             _FLAVORS[self.url] = flavor_of(data)
+            if _FLAVORS[self.url] == VICTORIAMETRICS:
+                self._check_lookback()
         return _FLAVORS[self.url]
+
+    def _check_lookback(self) -> None:
+        """Warn once when VictoriaMetrics drops vanished series sooner than Prometheus would."""
+        try:
+            session = self.connection._session
+            response = session.get(
+                f"{self.url}/flags",
+                headers=self.connection.headers,
+                auth=self.connection.auth,
+                timeout=self.connection._timeout,
+            )
+        except requests.RequestException:
+            return
+        if response.status_code != 200:
+            return  # behind -flagsAuthKey or a proxy: nothing to say
+        warn_if_short_lookback(self.url, response.text)
 
     def _get(self, path: str) -> object:
         """``data`` of ``GET /api/v1/<path>`` (same session, headers, auth and timeout)."""

@@ -21,6 +21,7 @@ there the rates may differ by what the dropped digits allow, and by no more.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,11 +29,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+import requests
 from django.apps import apps
 from django.db import connection
 from django.test.utils import override_settings
 
 from ingest import prometheus as ingest_prometheus
+from ingest.flavor import min_staleness_seconds
 from ingest.prometheus import PrometheusClient
 from ingest.services import ingest_all
 from simulator import Cluster, ClusterSpec, Fault, FaultKind, write_history
@@ -215,9 +218,10 @@ def differences(expected: Rows, got: Rows) -> str:
 
 
 def test_victoriametrics_stores_exactly_what_prometheus_does(
-    backends: Backends, monkeypatch: pytest.MonkeyPatch
+    backends: Backends, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     ingest_prometheus._FLAVORS.clear()
+    caplog.set_level(logging.WARNING, logger="ingest.flavor")
     flavor, statuses = ingest_through(backends.prometheus.url, monkeypatch)
     assert flavor == "prometheus"
     assert all(s.endswith(":ok:") for s in statuses), statuses
@@ -228,6 +232,10 @@ def test_victoriametrics_stores_exactly_what_prometheus_does(
     assert flavor == "victoriametrics"
     assert all(s.endswith(":ok:") for s in statuses), statuses
     got = snapshot()
+    # Its /flags were read: 5m1s is Prometheus' lookback, so no warning.
+    flags = requests.get(f"{backends.victoria.url}/flags", timeout=10).text
+    assert min_staleness_seconds(flags) == 301.0
+    assert caplog.messages == []
 
     assert set(got) == set(expected)
     mismatched = {
