@@ -9,11 +9,18 @@ tests/scale/test_victoria.py runs the detection against both real servers.
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.test.utils import override_settings
 
 from ingest.flavor import flavor_of, min_staleness_seconds, warn_if_short_lookback
-from ingest.prometheus import PrometheusError, PrometheusUnavailable, _checked_result
+from ingest.prometheus import (
+    PrometheusClient,
+    PrometheusError,
+    PrometheusUnavailable,
+    _checked_result,
+)
 
 PROMETHEUS_BUILDINFO = {
     "version": "2.42.0+ds",
@@ -21,6 +28,7 @@ PROMETHEUS_BUILDINFO = {
     "branch": "debian/sid",
     "goVersion": "go1.19.8",
 }
+NOCACHE = {"nocache": "1"}
 RESULT = [{"metric": {}, "values": [[1, "1"]]}]
 
 
@@ -77,3 +85,12 @@ def test_a_partial_answer_is_an_outage_not_data() -> None:
     body = {"status": "success", "isPartial": True, "data": {"result": RESULT}}
     with pytest.raises(PrometheusUnavailable, match="partial"):
         _checked_result(body, "http://b")
+
+
+@pytest.mark.parametrize(("flavor", "extra"), [("prometheus", {}), ("victoriametrics", NOCACHE)])
+def test_victoriametrics_queries_carry_nocache(flavor: str, extra: dict[str, str]) -> None:
+    start = datetime(2026, 6, 1, 11, 0, tzinfo=UTC)
+    with override_settings(PROMETHEUS_FLAVOR=flavor):
+        client = PrometheusClient("http://127.0.0.1:1")
+        forms = client._range_forms("up", start, start + timedelta(minutes=10), 30)
+    assert forms == [{"query": "up", "start": 1780311600, "end": 1780312200, "step": "30", **extra}]

@@ -60,8 +60,6 @@ OPERATIONAL = {
     "ingest_ingestcycle",
     "ingest_prometheusoutage",
 }
-#: Columns that hold when the row was written (``default=timezone.now``), not data.
-WALL_CLOCK_COLUMNS: frozenset[str] = frozenset()
 #: Columns fed by counters past VictoriaMetrics' exact integer range (module docstring).
 LOSSY_COLUMNS = frozenset({"nvlink_bw"})
 LOSSY_COUNTER = "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"
@@ -144,12 +142,15 @@ Rows = dict[tuple[object, ...], tuple[object, ...]]
 
 
 def snapshot() -> dict[str, Rows]:
-    """Per data table: every row's exact columns → its LOSSY_COLUMNS (wall clock left out)."""
+    """Per data table: every row's exact columns → its LOSSY_COLUMNS.
+
+    first_seen / last_seen default to now but ingest sets them from the samples: compared too.
+    """
     rows = {}
     with connection.cursor() as cursor:
         for table in data_tables():
             cursor.execute(f"SELECT * FROM {table} LIMIT 0")
-            names = [c.name for c in cursor.description if c.name not in WALL_CLOCK_COLUMNS]
+            names = [c.name for c in cursor.description]
             exact = [n for n in names if n not in LOSSY_COLUMNS]
             lossy = [n for n in names if n in LOSSY_COLUMNS]
             cursor.execute(f"SELECT {', '.join(exact + lossy)} FROM {table}")
