@@ -41,6 +41,14 @@ PROMETHEUS_CA_BUNDLE = env.env_str("PROMETHEUS_CA_BUNDLE", "")
 if PROMETHEUS_CA_BUNDLE and not Path(PROMETHEUS_CA_BUNDLE).is_file():
     env.ERRORS.append(f"PROMETHEUS_CA_BUNDLE={PROMETHEUS_CA_BUNDLE!r}: no such file")
     PROMETHEUS_CA_BUNDLE = ""
+# Which query API PROMETHEUS_URL speaks: "auto" (asks /api/v1/status/buildinfo once per
+# process), "prometheus" (Prometheus, Thanos, Mimir) or "victoriametrics" (docs/scaling.md).
+PROMETHEUS_FLAVOR = env.env_str("PROMETHEUS_FLAVOR", "auto")
+if PROMETHEUS_FLAVOR not in {"auto", "prometheus", "victoriametrics"}:
+    env.ERRORS.append(
+        f"PROMETHEUS_FLAVOR={PROMETHEUS_FLAVOR!r}: expected auto, prometheus or victoriametrics"
+    )
+    PROMETHEUS_FLAVOR = "auto"
 # Queries in flight at once per process (a semaphore in PrometheusClient); 0 = no limit.
 PROMETHEUS_MAX_CONCURRENCY = env.env_int("PROMETHEUS_MAX_CONCURRENCY", 8, minimum=0)
 HTTP_TIMEOUT_SECONDS = env.env_float("HTTP_TIMEOUT_SECONDS", 10.0, minimum=0.1)

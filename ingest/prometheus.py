@@ -15,6 +15,11 @@ query in flight while the caller folds this answer (``normalize.Collected``
 folds the node-level families' answers without per-series objects). Answers
 are asked for uncompressed: gzip was ~20 % of Prometheus's CPU per query
 (``PROMETHEUS_HEADERS={"Accept-Encoding": "gzip"}`` brings it back for a slow link).
+
+VictoriaMetrics (``PROMETHEUS_FLAVOR``, detected by default) gets ``nocache=1`` on
+every query and label names from all time; any backend's ``status`` other than
+success, or an ``isPartial`` answer (a VictoriaMetrics cluster missing a storage
+node), is refused rather than stored. docs/scaling.md "VictoriaMetrics" has the rest.
 """
 
 from __future__ import annotations
@@ -31,6 +36,16 @@ import requests
 from django.conf import settings
 from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
+
+from .flavor import (
+    _FLAVORS,
+    PROMETHEUS,
+    VICTORIAMETRICS,
+    VICTORIAMETRICS_LABELS_START,
+    VICTORIAMETRICS_QUERY_ARGS,
+    flavor_of,
+    warn_if_short_lookback,
+)
 
 MAX_POINTS_PER_SERIES = 11_000
 #: Stay well below the hard limit so a chunk never trips it on a boundary.
@@ -110,6 +125,18 @@ def chunks(
         cursor = piece_end + timedelta(seconds=step_seconds)
 
 
+def _checked_result(body: object, url: str) -> object:
+    """``data.result`` of a decoded answer; an error status or a partial answer raises."""
+    if not isinstance(body, dict):
+        raise PrometheusError(f"{url}: malformed answer (not an object)")
+    if body.get("status") != "success":
+        detail = f"{body.get('errorType', '')}: {body.get('error', '')}"
+        raise PrometheusError(f"{url}: status {body.get('status')!r} ({detail[:300]})")
+    if body.get("isPartial") is True:
+        raise PrometheusUnavailable(f"{url}: partial answer (a storage node did not answer)")
+    return body["data"]["result"]
+
+
 _LIMITS: dict[int, threading.BoundedSemaphore] = {}
 _LIMITS_LOCK = threading.Lock()
 
@@ -147,6 +174,63 @@ class PrometheusClient:
     def scoped(self, promql: str) -> str:
         """The PromQL actually sent (``ingest.shards.ScopedClient`` narrows it to a shard)."""
         return promql
+
+    def flavor(self) -> str:
+        """PROMETHEUS_FLAVOR, or (auto) what the backend's buildinfo says, once per process.
+
+        A backend that cannot answer now is taken as Prometheus for this call, not cached.
+        """
+        forced = settings.PROMETHEUS_FLAVOR
+        if forced != "auto":
+            return forced
+        if self.url not in _FLAVORS:
+            try:
+                data = self._guarded(lambda: self._get("status/buildinfo"))
+            except PrometheusUnavailable:
+                return PROMETHEUS
+            except PrometheusError:
+                data = None  # 404 and the like: not a VictoriaMetrics
+            _FLAVORS[self.url] = flavor_of(data)
+            if _FLAVORS[self.url] == VICTORIAMETRICS:
+                self._check_lookback()
+        return _FLAVORS[self.url]
+
+    def _check_lookback(self) -> None:
+        """Warn once when VictoriaMetrics drops vanished series sooner than Prometheus would."""
+        try:
+            session = self.connection._session
+            response = session.get(
+                f"{self.url}/flags",
+                headers=self.connection.headers,
+                auth=self.connection.auth,
+                timeout=self.connection._timeout,
+            )
+        except requests.RequestException:
+            return
+        if response.status_code != 200:
+            return  # behind -flagsAuthKey or a proxy: nothing to say
+        warn_if_short_lookback(self.url, response.text)
+
+    def _get(self, path: str) -> object:
+        """``data`` of ``GET /api/v1/<path>`` (same session, headers, auth and timeout)."""
+        connection = self.connection
+        session = connection._session
+        response = session.get(
+            f"{connection.url}/api/v1/{path}",
+            verify=session.verify,
+            headers=connection.headers,
+            auth=connection.auth,
+            cert=session.cert,
+            timeout=connection._timeout,
+        )
+        if response.status_code != 200:
+            raise PrometheusApiClientException(f"HTTP Status Code {response.status_code}")
+        body = orjson.loads(response.content)
+        return body.get("data") if isinstance(body, dict) else None
+
+    def backend_args(self) -> dict[str, str]:
+        """Query args the flavour needs beside Prometheus' own (asked outside the semaphore)."""
+        return dict(VICTORIAMETRICS_QUERY_ARGS) if self.flavor() == VICTORIAMETRICS else {}
 
     def _guarded(self, call: Callable[[], object]) -> object:
         limit = concurrency_limit()
@@ -197,19 +281,20 @@ class PrometheusClient:
             raise PrometheusApiClientException(
                 f"HTTP Status Code {response.status_code} ({response.content!r})"
             )
-        return orjson.loads(response.content)["data"]["result"]
+        return _checked_result(orjson.loads(response.content), self.url)
 
     def _range_forms(
         self, promql: str, start: datetime, end: datetime, step_seconds: float
     ) -> list[dict[str, object]]:
         """The form of each chunk of a range query (chunked under the points limit)."""
-        query = self.scoped(promql)
+        query, extra = self.scoped(promql), self.backend_args()
         return [
             {
                 "query": query,
                 "start": round(piece_start.timestamp()),
                 "end": round(piece_end.timestamp()),
                 "step": f"{step_seconds:g}",
+                **extra,
             }
             for piece_start, piece_end in chunks(start, end, step_seconds)
         ]
@@ -223,7 +308,7 @@ class PrometheusClient:
 
     def query(self, promql: str, at: datetime | None = None) -> Answer:
         """Instant query."""
-        params: dict[str, object] = {"query": self.scoped(promql)}
+        params: dict[str, object] = {"query": self.scoped(promql), **self.backend_args()}
         if at is not None:
             params["time"] = f"{at.timestamp():.3f}"
         return decode(self._guarded(lambda: self._result("query", params)))
@@ -273,7 +358,10 @@ class PrometheusClient:
 
     def metric_names(self) -> set[str]:
         """Every metric name Prometheus knows (for dialect detection and coverage)."""
-        return set(self._guarded(self.connection.all_metrics))  # type: ignore[arg-type]
+        params = (
+            {"start": VICTORIAMETRICS_LABELS_START} if self.flavor() == VICTORIAMETRICS else None
+        )
+        return set(self._guarded(lambda: self.connection.all_metrics(params)))  # type: ignore[arg-type]
 
     def known_metrics(self) -> set[str]:
         """``metric_names`` fetched once per client (a client lives for one cycle)."""

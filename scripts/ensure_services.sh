@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Make sure what the app needs is installed and running: Postgres, Redis,
-# Prometheus (+ promtool), and for tests Alertmanager and Chromium.
+# Prometheus (+ promtool), and for tests Alertmanager, Chromium and VictoriaMetrics.
 # On Debian/Ubuntu as root, missing packages are installed with apt-get and
 # stopped services are started; elsewhere a clear message says what to install.
 # Usage: scripts/ensure_services.sh [--test]
@@ -64,6 +64,9 @@ if [[ $WANT_TEST_TOOLS -eq 1 ]]; then
   command -v prometheus-alertmanager >/dev/null 2>&1 || command -v alertmanager >/dev/null 2>&1 \
     || missing+=(prometheus-alertmanager)
   [[ -x /usr/bin/chromium ]] || missing+=(chromium)
+  # Debian's package may start a system VictoriaMetrics on :8428; tests start their own
+  # (tests/support/victoria.py) on a free port with their own data directory.
+  [[ -x /usr/bin/victoria-metrics ]] || missing+=(victoria-metrics)
   if [[ ${#missing[@]} -gt 0 ]]; then
     apt_install "${missing[@]}" || { say "tests need: ${missing[*]}"; exit 1; }
   fi

@@ -18,6 +18,9 @@ TEST_ENVIRONMENT = {
     "REDIS_URL": f"redis://127.0.0.1:6379/{1 + _PID % 15}",
     # Nothing listens on port 1: tests that need Prometheus start their own.
     "PROMETHEUS_URL": "http://127.0.0.1:1",
+    # No buildinfo probe before the first query: the fake backends of tests/scale count
+    # requests exactly; tests/scale/test_victoria.py sets "auto" against real servers.
+    "PROMETHEUS_FLAVOR": "prometheus",
     "ALLOWED_HOSTS": "127.0.0.1,localhost,testserver",
     # No after-commit hooks by default: an evaluation queued by one test's ingest would
     # otherwise run on a test worker in the middle of another test. Tests that exercise
