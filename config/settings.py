@@ -173,6 +173,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "core.metrics.RequestMetricsMiddleware",
+    "core.middleware.ApiJsonErrorsMiddleware",
+    "core.middleware.InputGuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -190,6 +192,7 @@ MIDDLEWARE = [
 PUBLIC_PATHS = ["/healthz", "/readyz", "/metrics", "/accounts/login/", "/static/", "/admin/login/"]
 API_PREFIX = "/api/"
 LOGIN_URL = "/accounts/login/"
+CSRF_FAILURE_VIEW = "core.views.csrf_failure"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 

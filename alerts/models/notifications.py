@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
 
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from core.validation import text_problem
+
+from ..matchers import MAX_MATCHERS, MAX_NAME_CHARS, MAX_VALUE_CHARS, MatcherError, compile_regex
 from ..notify.grouping import MATCH_OPS, Matcher, Route, Timing
 from ..transports.base import ChannelTarget
 from .core import Severity
@@ -34,6 +36,8 @@ def _validate_matchers(value: object) -> None:
         raise ValidationError(
             'Expected a list like [{"name": "pool", "op": "=", "value": "training"}].'
         )
+    if len(value) > MAX_MATCHERS:
+        raise ValidationError(f"At most {MAX_MATCHERS} matchers.")
     for item in value:
         if not isinstance(item, dict) or set(item) != {"name", "op", "value"}:
             raise ValidationError(f"Each matcher needs exactly name, op and value: {item!r}.")
@@ -43,11 +47,17 @@ def _validate_matchers(value: object) -> None:
             )
         if not all(isinstance(item[key], str) for key in ("name", "value")):
             raise ValidationError(f"Matcher name and value must be text: {item!r}.")
+        problem = text_problem(item["name"]) or text_problem(item["value"])
+        if problem or len(item["name"]) > MAX_NAME_CHARS or len(item["value"]) > MAX_VALUE_CHARS:
+            raise ValidationError(
+                f"Matcher name (at most {MAX_NAME_CHARS} characters) or value (at most "
+                f"{MAX_VALUE_CHARS}) out of bounds: {problem or 'too long'}."
+            )
         if item["op"] in ("=~", "!~"):
             try:
-                re.compile(item["value"])
-            except re.error as exc:
-                raise ValidationError(f"Invalid regex {item['value']!r}: {exc}.") from None
+                compile_regex(item["value"])
+            except MatcherError as exc:
+                raise ValidationError(f"{item['value']!r}: {exc}.") from None
 
 
 def _validate_group_by(value: object) -> None:
