@@ -29,6 +29,16 @@ DATABASE_URL = env.env_database("DATABASE_URL", "postgres://postgres@127.0.0.1:5
 REDIS_URL = env.env_url("REDIS_URL", "redis://127.0.0.1:6379/0", ("redis", "rediss"))
 PROMETHEUS_URL = env.env_url("PROMETHEUS_URL", "http://127.0.0.1:9090", ("http", "https"))
 PROMETHEUS_TIMEOUT_SECONDS = env.env_float("PROMETHEUS_TIMEOUT_SECONDS", 30.0, minimum=0.1)
+# The whole of one request (PROMETHEUS_TIMEOUT_SECONDS bounds each socket read only) and the
+# largest answer read (a range answer larger is fetched again as two half windows).
+PROMETHEUS_DEADLINE_SECONDS = env.env_float(
+    "PROMETHEUS_DEADLINE_SECONDS", 2 * PROMETHEUS_TIMEOUT_SECONDS, minimum=0.1
+)
+PROMETHEUS_MAX_ANSWER_BYTES = env.env_int(
+    "PROMETHEUS_MAX_ANSWER_BYTES", 64 * 1024 * 1024, minimum=1024
+)
+# /api/v1/coverage and /coverage/: the deadline of each of their Prometheus queries.
+COVERAGE_DEADLINE_SECONDS = env.env_float("COVERAGE_DEADLINE_SECONDS", 5.0, minimum=0.1)
 # Prometheus-compatible backends (Thanos Query, Mimir, VictoriaMetrics): a path
 # prefix goes in PROMETHEUS_URL itself (https://mimir.example.com/prometheus).
 PROMETHEUS_BEARER_TOKEN = env.env_str("PROMETHEUS_BEARER_TOKEN", "")
@@ -281,6 +291,23 @@ CELERY_TASK_DEFAULT_QUEUE = "celery"
 WORKER_QUEUES = ("celery", "ingest", "alerts", "notify")
 # Declared queues: a worker started without -Q consumes every one of them.
 CELERY_TASK_QUEUES = [Queue(name, routing_key=name) for name in WORKER_QUEUES]
+# Soft and hard time limits (seconds) of every task, per queue: TASK_TIME_LIMIT_<QUEUE>="soft,hard".
+# The soft limit raises SoftTimeLimitExceeded inside the task (an ingest cycle records itself as
+# failed; committed chunks stay, and the next cycle resumes from the cursor); the hard one kills
+# the worker process (its cycle row is closed as interrupted by the next cycle).
+_TIME_LIMIT_DEFAULTS = {"celery": (300, 360), "ingest": (300, 360), "alerts": (120, 150),
+                        "notify": (60, 90)}  # fmt: skip
+TASK_TIME_LIMITS: dict[str, tuple[int, int]] = {}
+for _queue, (_soft, _hard) in _TIME_LIMIT_DEFAULTS.items():
+    _limits = env.env_list(f"TASK_TIME_LIMIT_{_queue.upper()}", [str(_soft), str(_hard)])
+    try:
+        _soft, _hard = (int(v) for v in _limits)
+        assert 0 < _soft < _hard
+    except (ValueError, AssertionError):
+        env.ERRORS.append(
+            f"TASK_TIME_LIMIT_{_queue.upper()}: expected soft,hard seconds, soft < hard"
+        )
+    TASK_TIME_LIMITS[_queue] = (_soft, _hard)
 CELERY_TASK_ROUTES = {
     "ingest.tasks.*": {"queue": "ingest"},
     "alerts.notify.tasks.*": {"queue": "notify"},  # before "alerts.*": globs match in order
