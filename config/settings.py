@@ -8,6 +8,8 @@ from pathlib import Path
 
 from kombu import Queue
 
+from core.secrets import has_credentials, redact_url
+
 from . import env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -28,6 +30,12 @@ LANGUAGE_CODE = "en-us"
 DATABASE_URL = env.env_database("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/clusterwatch")
 REDIS_URL = env.env_url("REDIS_URL", "redis://127.0.0.1:6379/0", ("redis", "rediss"))
 PROMETHEUS_URL = env.env_url("PROMETHEUS_URL", "http://127.0.0.1:9090", ("http", "https"))
+if has_credentials(PROMETHEUS_URL):
+    env.WARNINGS.append(
+        f"PROMETHEUS_URL={redact_url(PROMETHEUS_URL)}: carries credentials; set "
+        "PROMETHEUS_BASIC_AUTH=user:password (or PROMETHEUS_BEARER_TOKEN) and take them out of "
+        "the URL (they are redacted from every message, page and API answer)"
+    )
 PROMETHEUS_TIMEOUT_SECONDS = env.env_float("PROMETHEUS_TIMEOUT_SECONDS", 30.0, minimum=0.1)
 # The whole of one request (PROMETHEUS_TIMEOUT_SECONDS bounds each socket read only) and the
 # largest answer read (a range answer larger is fetched again as two half windows).
@@ -265,10 +273,34 @@ CACHES = {
 # Sessions live in Postgres, read through Redis: a page view costs no session query.
 SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 
+# channels_redis (4.3.0) waits for messages with a 5 s blocking BZPOPMIN (``brpop_timeout = 5``,
+# channels_redis/core.py); redis-py (8.1.0) times a socket read out after 5 s by default
+# (``DEFAULT_SOCKET_TIMEOUT = 5``, redis/_defaults.py). Equal, every idle consumer's poll raised
+# TimeoutError and the browser was disconnected every 5 s: the socket timeout must exceed the poll.
+CHANNEL_LAYER_BLOCKING_POLL_SECONDS = 5
+CHANNEL_LAYER_SOCKET_TIMEOUT_SECONDS = env.env_float(
+    "CHANNEL_LAYER_SOCKET_TIMEOUT_SECONDS", 15.0, minimum=1.0
+)
+if CHANNEL_LAYER_SOCKET_TIMEOUT_SECONDS <= CHANNEL_LAYER_BLOCKING_POLL_SECONDS:
+    env.WARNINGS.append(
+        f"CHANNEL_LAYER_SOCKET_TIMEOUT_SECONDS={CHANNEL_LAYER_SOCKET_TIMEOUT_SECONDS:g} is not above "
+        f"channels_redis's {CHANNEL_LAYER_BLOCKING_POLL_SECONDS} s blocking poll: idle websockets "
+        "will be dropped"
+    )
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "capacity": 200, "expiry": 30},
+        "CONFIG": {
+            "hosts": [
+                {
+                    "address": REDIS_URL,
+                    "socket_timeout": CHANNEL_LAYER_SOCKET_TIMEOUT_SECONDS,
+                    "socket_connect_timeout": 5,
+                }
+            ],
+            "capacity": 200,
+            "expiry": 30,
+        },
     }
 }
 

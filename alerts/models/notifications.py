@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -58,6 +59,19 @@ def _validate_matchers(value: object) -> None:
                 compile_regex(item["value"])
             except MatcherError as exc:
                 raise ValidationError(f"{item['value']!r}: {exc}.") from None
+
+
+def url_hint(url: str) -> str:
+    """``https://hooks.slack.com/…abcd``: enough to recognise a URL, not to use it."""
+    if not url:
+        return "not set"
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "set"
+    return f"{parts.scheme}://{host}{port}/…{url[-4:]}" if len(url) >= 16 else "set"
 
 
 def _validate_group_by(value: object) -> None:
@@ -136,6 +150,14 @@ class NotificationChannel(models.Model):
         return ChannelTarget(name=self.name, kind=self.kind, url=self.url, secret=self.secret)
 
     @property
+    def url_hint(self) -> str:
+        """The URL as the admin shows it once saved: scheme and host, then its last 4 characters.
+
+        A Slack incoming-webhook URL is itself the credential (and webhook or Alertmanager URLs
+        may carry a token or a password): like the secret, it is never shown in full again.
+        """
+        return url_hint(self.url)
+
     def secret_hint(self) -> str:
         """The secret as the admin shows it: never in full."""
         if not self.secret:
