@@ -346,6 +346,13 @@ CELERY_TASK_ROUTES = {
     "alerts.*": {"queue": "alerts"},
 }
 
+# Login throttling (core.throttle): failures per username / per client address within the window.
+LOGIN_WINDOW_SECONDS = env.env_float("LOGIN_WINDOW_SECONDS", 60.0, minimum=1.0)
+LOGIN_MAX_FAILURES = env.env_int("LOGIN_MAX_FAILURES", 5, minimum=1)
+LOGIN_MAX_FAILURES_PER_IP = env.env_int("LOGIN_MAX_FAILURES_PER_IP", 20, minimum=1)
+# Requests per bearer token per clock minute before 429 + Retry-After; 0 = unlimited.
+API_TOKEN_RATE_PER_MINUTE = env.env_int("API_TOKEN_RATE_PER_MINUTE", 600, minimum=0)
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
