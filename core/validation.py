@@ -3,7 +3,7 @@
 Every check raises ``InputError(field, detail)``; views answer it with ``error_response``,
 a 400 ``{"error": "invalid", "field", "detail"}``, before anything is written.
 
-The bounds (docs/api.md, "Input limits"):
+The bounds (docs/security.md, "Input limits"):
 
 - times of data (checkpoints, silences, ``?at=``, ``start``/``end``) lie in
   ``DATA_EARLIEST`` (2000-01-01 UTC) .. now + ``DATA_MAX_FUTURE`` (1 day); a UTC
