@@ -1,7 +1,8 @@
 """Admin for notification channels, the outbox and the delivery log.
 
-A channel's secret is write-only: the form never renders it, leaving the field
-blank keeps it, and the list and detail pages show only a hint.
+A channel's secret and its URL (a Slack webhook URL is a credential) are write-only:
+the form never renders them, leaving the field blank keeps them, and the list and
+detail pages show only a hint.
 """
 
 from __future__ import annotations
@@ -26,7 +27,14 @@ class ChannelForm(forms.ModelForm):
         widget=forms.PasswordInput(render_value=False),
         help_text="Webhook only. Leave blank to keep the current secret.",
     )
-    url = forms.URLField(max_length=2000, assume_scheme="https")
+    url = forms.URLField(
+        max_length=2000,
+        assume_scheme="https",
+        required=False,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="Slack webhook URL, webhook URL or Alertmanager base URL. Write-only: once "
+        "saved it is shown masked; leave blank to keep the current URL.",
+    )
     clear_secret = forms.BooleanField(required=False, help_text="Remove the current secret.")
 
     class Meta:
@@ -46,6 +54,14 @@ class ChannelForm(forms.ModelForm):
             "enabled",
         ]
 
+    def clean_url(self) -> str:
+        value = self.cleaned_data.get("url", "")
+        if value:
+            return value
+        if self.instance.pk and self.instance.url:
+            return self.instance.url
+        raise forms.ValidationError("This field is required.")
+
     def clean_secret(self) -> str:
         value = self.cleaned_data.get("secret", "")
         if self.data.get("clear_secret"):
@@ -58,9 +74,17 @@ class NotificationChannelAdmin(admin.ModelAdmin):
     """Channels: the disabled reason is shown in the list so a dead destination is visible."""
 
     form = ChannelForm
-    list_display = ["name", "kind", "enabled", "min_severity", "secret_hint", "disabled_reason"]
+    list_display = ["name", "kind", "url_hint", "enabled", "min_severity", "secret_hint",
+                    "disabled_reason"]  # fmt: skip
     list_filter = ["kind", "enabled"]
-    readonly_fields = ["secret_hint", "disabled_reason", "disabled_at", "created_at", "updated_at"]
+    readonly_fields = [
+        "url_hint",
+        "secret_hint",
+        "disabled_reason",
+        "disabled_at",
+        "created_at",
+        "updated_at",
+    ]
     actions = ["send_test_notification", "enable_channels"]
 
     @admin.action(description="Send a test notification")

@@ -27,6 +27,7 @@ from .silences import (
     expire_silence,
     node_matchers,
     parse_matchers,
+    validate_silence,
 )
 
 PRESET_CHOICES = [("1h", "1 hour"), ("4h", "4 hours"), ("24h", "24 hours"),
@@ -46,6 +47,11 @@ class SilenceForm(forms.ModelForm):
     )  # fmt: skip
     preset = forms.ChoiceField(choices=PRESET_CHOICES, initial="4h")
     ends_at = forms.DateTimeField(required=False, help_text="Only with the custom preset.")
+    confirm_match_all = forms.BooleanField(
+        required=False,
+        help_text="Needed when every matcher also matches an empty label (the silence would "
+        "mute every alert lacking those labels).",
+    )
 
     class Meta:
         model = Silence
@@ -76,7 +82,22 @@ class SilenceForm(forms.ModelForm):
         except SilenceError as exc:
             raise forms.ValidationError(f"Give nodes, a rule or matchers. {exc}") from None
         data["all_matchers"] = matchers
+        if not self.errors:
+            self._validate_whole(data)
         return data
+
+    def _validate_whole(self, data: dict[str, Any]) -> None:
+        """Every check ``create_silence`` makes, here, so that saving cannot fail (no 500)."""
+        custom = data.get("preset") == "custom"
+        try:
+            validate_silence(
+                matchers=data["all_matchers"], comment=data.get("comment") or "",
+                starts_at=data.get("starts_at"), ends_at=data.get("ends_at") if custom else None,
+                preset=None if custom else data.get("preset"),
+                confirm_match_all=bool(data.get("confirm_match_all")),
+            )  # fmt: skip
+        except SilenceError as exc:
+            raise forms.ValidationError(str(exc)) from None
 
 
 class SilenceAuditInline(admin.TabularInline):
@@ -128,7 +149,8 @@ class SilenceAdmin(admin.ModelAdmin):
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         if obj is None:
-            return ["nodes", "rule", "matchers", "preset", "starts_at", "ends_at", "comment"]
+            return ["nodes", "rule", "matchers", "preset", "starts_at", "ends_at", "comment",
+                    "confirm_match_all"]  # fmt: skip
         return ["matchers_display", "starts_at", "ends_at", "until_resolved", "comment", "created_by", "created_at",
                 "expired_at", "expired_by", "current_matches"]  # fmt: skip
 
@@ -151,6 +173,7 @@ class SilenceAdmin(admin.ModelAdmin):
                 starts_at=data.get("starts_at") or timezone.now(),
                 ends_at=data.get("ends_at") if preset == "custom" else None,
                 preset=None if preset == "custom" else preset,
+                confirm_match_all=bool(data.get("confirm_match_all")),
             )  # fmt: skip
         except SilenceError as exc:
             raise forms.ValidationError(str(exc)) from None
@@ -160,7 +183,7 @@ class SilenceAdmin(admin.ModelAdmin):
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         return  # the audit inline is read-only; create_silence wrote the audit row
 
-    @admin.action(description="Expire selected silences now")
+    @admin.action(description="Expire selected silences now", permissions=["change"])
     def expire_now(self, request: HttpRequest, queryset: QuerySet[Silence]) -> None:
         count = sum(expire_silence(silence, request.user) for silence in queryset)
         self.message_user(request, f"Expired {count} silence(s).")

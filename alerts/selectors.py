@@ -109,6 +109,12 @@ def silences(*, include_expired: bool = True) -> list[Silence]:
     return list(qs)
 
 
+def silence_page(offset: int, limit: int) -> tuple[list[Silence], int]:
+    """``limit`` silences from ``offset``, newest first, and how many there are in all."""
+    qs = Silence.objects.select_related("created_by").order_by("-starts_at", "-id")
+    return list(qs[offset : offset + limit]), qs.count()
+
+
 def silence_matches(silence: Silence) -> list[Alert]:
     """Pending or firing alerts the silence's matchers match now (whether or not it is active)."""
     matchers = parse_matchers(silence.matchers)

@@ -1,16 +1,17 @@
 """Silences: label matchers (=, !=, =~, !~), validation, matching, creation and expiry.
 
-Matchers are Alertmanager's: regexes are fully anchored; a matcher on a label
-the alert lacks compares against the empty string. Creating or expiring a
+Matchers are Alertmanager's (``alerts.matchers``: RE2, fully anchored); a matcher
+on a label the alert lacks compares against the empty string. A silence whose every
+matcher passes the empty string would mute every alert lacking those labels: it is
+refused unless ``confirm_match_all`` (Alertmanager refuses it outright). Times lie
+within 2000-01-01 .. now + 10 years; comments, matchers and values are bounded. Creating or expiring a
 silence writes a ``SilenceAudit`` row; invalid input raises ``SilenceError``
 naming the field, and nothing is written.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -18,9 +19,24 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core.validation import DATA_EARLIEST, InputError, check_text, check_time
+
+from .matchers import (
+    MATCH_OPS,
+    MAX_MATCHERS,
+    MAX_NAME_CHARS,
+    MAX_VALUE_CHARS,
+    Matcher,
+    MatcherError,
+    compile_regex,
+    matches_everything,
+)
 from .models import Silence, SilenceAudit
 
-OPS = ("=", "!=", "=~", "!~")
+OPS = MATCH_OPS
+MAX_COMMENT_CHARS = 2000
+#: A silence starts and ends within 2000-01-01 .. now + this (``until_resolved`` has no end).
+MAX_AHEAD = timedelta(days=3653)
 PRESETS = {"1h": timedelta(hours=1), "4h": timedelta(hours=4), "24h": timedelta(hours=24)}
 
 
@@ -33,26 +49,6 @@ class SilenceError(ValueError):
         self.message = message
 
 
-@dataclass(frozen=True)
-class Matcher:
-    """One compiled label matcher."""
-
-    name: str
-    op: str
-    value: str
-    pattern: re.Pattern[str] | None = None
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        """Whether ``labels`` satisfy this matcher."""
-        actual = str(labels.get(self.name, ""))
-        if self.op == "=":
-            return actual == self.value
-        if self.op == "!=":
-            return actual != self.value
-        hit = self.pattern is not None and self.pattern.fullmatch(actual) is not None
-        return hit if self.op == "=~" else not hit
-
-
 def parse_matchers(raw: Any, field: str = "matchers") -> list[Matcher]:
     """Validate and compile ``[{"name", "op", "value"}, ...]``; SilenceError on any problem."""
     if not isinstance(raw, list) or not raw:
@@ -60,33 +56,37 @@ def parse_matchers(raw: Any, field: str = "matchers") -> list[Matcher]:
             field,
             'expected a non-empty list like [{"name": "node", "op": "=", "value": "gpu-001"}]',
         )
-    compiled = []
-    for i, item in enumerate(raw):
-        where = f"{field}[{i}]"
-        if not isinstance(item, dict):
-            raise SilenceError(where, "expected an object with name, op and value")
-        unknown = set(item) - {"name", "op", "value"}
-        if unknown:
-            raise SilenceError(
-                f"{where}.{sorted(unknown)[0]}", "unknown field (expected name, op, value)"
-            )
-        for key in ("name", "value"):
-            if not isinstance(item.get(key), str):
-                raise SilenceError(f"{where}.{key}", "expected a string")
-        if not item["name"]:
-            raise SilenceError(f"{where}.name", "must not be empty")
-        op = item.get("op", "=")
-        if op not in OPS:
-            raise SilenceError(f"{where}.op", f"expected one of {', '.join(OPS)}, got {op!r}")
-        pattern = None
-        if op in ("=~", "!~"):
-            try:
-                pattern = re.compile(item["value"])
-            except re.error as exc:
-                raise SilenceError(f"{where}.value", f"invalid regular expression: {exc}") from None
-        compiled.append(Matcher(item["name"], op, item["value"], pattern))
+    if len(raw) > MAX_MATCHERS:
+        raise SilenceError(field, f"at most {MAX_MATCHERS} matchers")
+    compiled = [_matcher(item, f"{field}[{i}]") for i, item in enumerate(raw)]
     _check_rule_matchers(compiled, field)
     return compiled
+
+
+def _matcher(item: Any, where: str) -> Matcher:
+    """One validated matcher (names and values bounded, regexes compiled by RE2)."""
+    if not isinstance(item, dict):
+        raise SilenceError(where, "expected an object with name, op and value")
+    unknown = set(item) - {"name", "op", "value"}
+    if unknown:
+        raise SilenceError(
+            f"{where}.{ascii(sorted(unknown)[0])[1:-1][:100]}",
+            "unknown field (expected name, op, value)",
+        )
+    try:
+        check_text(item.get("name"), f"{where}.name", max_length=MAX_NAME_CHARS, required=True)
+        check_text(item.get("value"), f"{where}.value", max_length=MAX_VALUE_CHARS)
+    except InputError as exc:
+        raise SilenceError(exc.field, exc.detail) from None
+    op = item.get("op", "=")
+    if op not in OPS:
+        raise SilenceError(f"{where}.op", f"expected one of {', '.join(OPS)}, got {op!r}")
+    if op in ("=~", "!~"):
+        try:
+            compile_regex(item["value"])
+        except MatcherError as exc:
+            raise SilenceError(f"{where}.value", str(exc)) from None
+    return Matcher(item["name"], op, item["value"])
 
 
 def _check_rule_matchers(matchers: list[Matcher], field: str) -> None:
@@ -141,6 +141,27 @@ def resolve_end(
     return ends_at, False
 
 
+def validate_silence(
+    *,
+    matchers: Any,
+    comment: Any,
+    starts_at: datetime | None = None,
+    ends_at: datetime | None = None,
+    preset: str | None = None,
+    confirm_match_all: bool = False,
+    now: datetime | None = None,
+) -> tuple[datetime, datetime | None, bool]:
+    """Check a silence without writing it: (starts_at, ends_at, until_resolved) or SilenceError."""
+    _check_scope(parse_matchers(matchers), confirm_match_all)
+    _check_comment(comment)
+    now = now or timezone.now()
+    start = _bounded("starts_at", starts_at, now) if starts_at else now
+    if ends_at is not None:
+        _bounded("ends_at", ends_at, now)
+    end, until_resolved = resolve_end(start, ends_at, preset)
+    return start, end, until_resolved
+
+
 @transaction.atomic
 def create_silence(
     *,
@@ -150,15 +171,19 @@ def create_silence(
     starts_at: datetime | None = None,
     ends_at: datetime | None = None,
     preset: str | None = None,
+    confirm_match_all: bool = False,
 ) -> Silence:
     """Validate and create a silence (with its audit row); SilenceError names the bad field."""
-    parse_matchers(matchers)
-    if not isinstance(comment, str) or not comment.strip():
-        raise SilenceError("comment", "required: say why (e.g. the ticket of the repair)")
+    start, end, until_resolved = validate_silence(
+        matchers=matchers,
+        comment=comment,
+        starts_at=starts_at,
+        ends_at=ends_at,
+        preset=preset,
+        confirm_match_all=confirm_match_all,
+    )
     if created_by is None or not getattr(created_by, "is_authenticated", False):
         raise SilenceError("created_by", "required")
-    start = starts_at or timezone.now()
-    end, until_resolved = resolve_end(start, ends_at, preset)
     silence = Silence.objects.create(
         matchers=matchers,
         starts_at=start,
@@ -180,6 +205,31 @@ def create_silence(
         },
     )
     return silence
+
+
+def _check_scope(matchers: list[Matcher], confirm_match_all: bool) -> None:
+    if matches_everything(matchers) and not confirm_match_all:
+        raise SilenceError(
+            "matchers",
+            "every matcher also matches an empty label, so this silence would mute every alert "
+            'lacking these labels; narrow it, or send "confirm_match_all": true',
+        )
+
+
+def _check_comment(comment: Any) -> None:
+    if not isinstance(comment, str) or not comment.strip():
+        raise SilenceError("comment", "required: say why (e.g. the ticket of the repair)")
+    try:
+        check_text(comment, "comment", max_length=MAX_COMMENT_CHARS)
+    except InputError as exc:
+        raise SilenceError(exc.field, exc.detail) from None
+
+
+def _bounded(field: str, moment: datetime, now: datetime) -> datetime:
+    try:
+        return check_time(moment, field, now=now, earliest=DATA_EARLIEST, max_future=MAX_AHEAD)
+    except InputError as exc:
+        raise SilenceError(exc.field, exc.detail) from None
 
 
 @transaction.atomic

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 ERRORS: list[str] = []
+#: Settings that work but are unwise (credentials in a URL): logged at start-up, ``manage.py check``.
+WARNINGS: list[str] = []
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}

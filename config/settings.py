@@ -8,6 +8,8 @@ from pathlib import Path
 
 from kombu import Queue
 
+from core.secrets import has_credentials, redact_url
+
 from . import env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -28,7 +30,23 @@ LANGUAGE_CODE = "en-us"
 DATABASE_URL = env.env_database("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/clusterwatch")
 REDIS_URL = env.env_url("REDIS_URL", "redis://127.0.0.1:6379/0", ("redis", "rediss"))
 PROMETHEUS_URL = env.env_url("PROMETHEUS_URL", "http://127.0.0.1:9090", ("http", "https"))
+if has_credentials(PROMETHEUS_URL):
+    env.WARNINGS.append(
+        f"PROMETHEUS_URL={redact_url(PROMETHEUS_URL)}: carries credentials; set "
+        "PROMETHEUS_BASIC_AUTH=user:password (or PROMETHEUS_BEARER_TOKEN) and take them out of "
+        "the URL (they are redacted from every message, page and API answer)"
+    )
 PROMETHEUS_TIMEOUT_SECONDS = env.env_float("PROMETHEUS_TIMEOUT_SECONDS", 30.0, minimum=0.1)
+# The whole of one request (PROMETHEUS_TIMEOUT_SECONDS bounds each socket read only) and the
+# largest answer read (a range answer larger is fetched again as two half windows).
+PROMETHEUS_DEADLINE_SECONDS = env.env_float(
+    "PROMETHEUS_DEADLINE_SECONDS", 2 * PROMETHEUS_TIMEOUT_SECONDS, minimum=0.1
+)
+PROMETHEUS_MAX_ANSWER_BYTES = env.env_int(
+    "PROMETHEUS_MAX_ANSWER_BYTES", 64 * 1024 * 1024, minimum=1024
+)
+# /api/v1/coverage and /coverage/: the deadline of each of their Prometheus queries.
+COVERAGE_DEADLINE_SECONDS = env.env_float("COVERAGE_DEADLINE_SECONDS", 5.0, minimum=0.1)
 # Prometheus-compatible backends (Thanos Query, Mimir, VictoriaMetrics): a path
 # prefix goes in PROMETHEUS_URL itself (https://mimir.example.com/prometheus).
 PROMETHEUS_BEARER_TOKEN = env.env_str("PROMETHEUS_BEARER_TOKEN", "")
@@ -189,6 +207,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "core.metrics.RequestMetricsMiddleware",
+    "core.middleware.ApiJsonErrorsMiddleware",
+    "core.middleware.InputGuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -206,6 +226,7 @@ MIDDLEWARE = [
 PUBLIC_PATHS = ["/healthz", "/readyz", "/metrics", "/accounts/login/", "/static/", "/admin/login/"]
 API_PREFIX = "/api/"
 LOGIN_URL = "/accounts/login/"
+CSRF_FAILURE_VIEW = "core.views.csrf_failure"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 
@@ -268,10 +289,34 @@ CACHES = {
 # Sessions live in Postgres, read through Redis: a page view costs no session query.
 SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 
+# channels_redis (4.3.0) waits for messages with a 5 s blocking BZPOPMIN (``brpop_timeout = 5``,
+# channels_redis/core.py); redis-py (8.1.0) times a socket read out after 5 s by default
+# (``DEFAULT_SOCKET_TIMEOUT = 5``, redis/_defaults.py). Equal, every idle consumer's poll raised
+# TimeoutError and the browser was disconnected every 5 s: the socket timeout must exceed the poll.
+CHANNEL_LAYER_BLOCKING_POLL_SECONDS = 5
+CHANNEL_LAYER_SOCKET_TIMEOUT_SECONDS = env.env_float(
+    "CHANNEL_LAYER_SOCKET_TIMEOUT_SECONDS", 15.0, minimum=1.0
+)
+if CHANNEL_LAYER_SOCKET_TIMEOUT_SECONDS <= CHANNEL_LAYER_BLOCKING_POLL_SECONDS:
+    env.WARNINGS.append(
+        f"CHANNEL_LAYER_SOCKET_TIMEOUT_SECONDS={CHANNEL_LAYER_SOCKET_TIMEOUT_SECONDS:g} is not above "
+        f"channels_redis's {CHANNEL_LAYER_BLOCKING_POLL_SECONDS} s blocking poll: idle websockets "
+        "will be dropped"
+    )
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "capacity": 200, "expiry": 30},
+        "CONFIG": {
+            "hosts": [
+                {
+                    "address": REDIS_URL,
+                    "socket_timeout": CHANNEL_LAYER_SOCKET_TIMEOUT_SECONDS,
+                    "socket_connect_timeout": 5,
+                }
+            ],
+            "capacity": 200,
+            "expiry": 30,
+        },
     }
 }
 
@@ -294,11 +339,35 @@ CELERY_TASK_DEFAULT_QUEUE = "celery"
 WORKER_QUEUES = ("celery", "ingest", "alerts", "notify")
 # Declared queues: a worker started without -Q consumes every one of them.
 CELERY_TASK_QUEUES = [Queue(name, routing_key=name) for name in WORKER_QUEUES]
+# Soft and hard time limits (seconds) of every task, per queue: TASK_TIME_LIMIT_<QUEUE>="soft,hard".
+# The soft limit raises SoftTimeLimitExceeded inside the task (an ingest cycle records itself as
+# failed; committed chunks stay, and the next cycle resumes from the cursor); the hard one kills
+# the worker process (its cycle row is closed as interrupted by the next cycle).
+_TIME_LIMIT_DEFAULTS = {"celery": (300, 360), "ingest": (300, 360), "alerts": (120, 150),
+                        "notify": (60, 90)}  # fmt: skip
+TASK_TIME_LIMITS: dict[str, tuple[int, int]] = {}
+for _queue, (_soft, _hard) in _TIME_LIMIT_DEFAULTS.items():
+    _limits = env.env_list(f"TASK_TIME_LIMIT_{_queue.upper()}", [str(_soft), str(_hard)])
+    try:
+        _soft, _hard = (int(v) for v in _limits)
+        assert 0 < _soft < _hard
+    except (ValueError, AssertionError):
+        env.ERRORS.append(
+            f"TASK_TIME_LIMIT_{_queue.upper()}: expected soft,hard seconds, soft < hard"
+        )
+    TASK_TIME_LIMITS[_queue] = (_soft, _hard)
 CELERY_TASK_ROUTES = {
     "ingest.tasks.*": {"queue": "ingest"},
     "alerts.notify.tasks.*": {"queue": "notify"},  # before "alerts.*": globs match in order
     "alerts.*": {"queue": "alerts"},
 }
+
+# Login throttling (core.throttle): failures per username / per client address within the window.
+LOGIN_WINDOW_SECONDS = env.env_float("LOGIN_WINDOW_SECONDS", 60.0, minimum=1.0)
+LOGIN_MAX_FAILURES = env.env_int("LOGIN_MAX_FAILURES", 5, minimum=1)
+LOGIN_MAX_FAILURES_PER_IP = env.env_int("LOGIN_MAX_FAILURES_PER_IP", 20, minimum=1)
+# Requests per bearer token per clock minute before 429 + Retry-After; 0 = unlimited.
+API_TOKEN_RATE_PER_MINUTE = env.env_int("API_TOKEN_RATE_PER_MINUTE", 600, minimum=0)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 
 from .models import APIToken, hash_token
+from .throttle import api_retry_after
 
 Handler = Callable[[HttpRequest], HttpResponse]
 
@@ -41,6 +42,14 @@ class BearerTokenMiddleware:
         token = APIToken.objects.select_related("user").filter(token_hash=hash_token(raw)).first()
         if token is None or not token.is_usable or not token.user.is_active:
             return unauthorized("invalid, revoked or expired token")
+        wait = api_retry_after(token.pk)
+        if wait is not None:
+            response = JsonResponse(
+                {"error": "too_many_requests", "detail": f"token rate exceeded; retry in {wait} s"},
+                status=429,
+            )
+            response["Retry-After"] = str(wait)
+            return response
         APIToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
         request.user = token.user
         request.api_token = token  # type: ignore[attr-defined]

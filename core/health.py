@@ -12,6 +12,8 @@ from django.conf import settings
 from django.db import connection
 from django.utils.module_loading import import_string
 
+from .secrets import redact_text
+
 
 @dataclass
 class ComponentStatus:
@@ -30,7 +32,8 @@ def _timed(name: str, probe: Any) -> ComponentStatus:
         detail = probe()
         ok = True
     except Exception as exc:  # noqa: BLE001 - any failure means "down", reported with its message
-        detail, ok = f"{type(exc).__name__}: {exc}", False
+        # /readyz is public: a URL in the message (requests names it) loses its credentials.
+        detail, ok = redact_text(f"{type(exc).__name__}: {exc}"), False
     return ComponentStatus(name, ok, detail or "", round((time.perf_counter() - started) * 1000, 1))
 
 

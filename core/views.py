@@ -7,6 +7,7 @@ import ipaddress
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import csrf
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
@@ -64,3 +65,12 @@ def whoami(request: HttpRequest) -> JsonResponse:
             "scope": token.scope if token else None,
         }
     )
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF refusals: JSON naming the reason for the API, Django's page elsewhere."""
+    if request.path.startswith(settings.API_PREFIX):
+        return JsonResponse(
+            {"error": "forbidden", "detail": f"CSRF verification failed: {reason}"}, status=403
+        )
+    return csrf.csrf_failure(request, reason)

@@ -58,6 +58,8 @@ NICE_STEPS = (30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600)
 PIXELS_PER_COLUMN = 3
 #: Longest custom range the heatmap accepts.
 MAX_SPAN = timedelta(days=15)
+#: Most time columns one chart answer holds: a smaller step is raised to fit (``forms.capped_step``).
+MAX_COLUMNS = 2000
 
 
 class NodeState(models.TextChoices):

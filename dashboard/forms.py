@@ -9,7 +9,10 @@ from datetime import UTC, datetime, timedelta
 from django import forms
 from django.utils import timezone
 
+from core.validation import InputError, check_time
+
 from .choices import (
+    MAX_COLUMNS,
     MAX_SPAN,
     NICE_STEPS,
     PIXELS_PER_COLUMN,
@@ -40,6 +43,22 @@ def step_for(span: timedelta, width: int) -> int:
     return next((step for step in NICE_STEPS if step >= wanted), NICE_STEPS[-1])
 
 
+def capped_step(span: timedelta, step: int) -> int:
+    """``step`` raised so that ``span`` has at most ``MAX_COLUMNS`` columns (``step=1`` on 12 h)."""
+    return max(step, math.ceil(span.total_seconds() / MAX_COLUMNS))
+
+
+def bounded_time(form: forms.Form, name: str) -> datetime | None:
+    """A cleaned date-time within the data range (2000-01-01 .. now + 1 day), else a form error."""
+    moment = form.cleaned_data.get(name)
+    if moment is None:
+        return None
+    try:
+        return check_time(moment, name)
+    except InputError as exc:
+        raise forms.ValidationError(exc.detail) from None
+
+
 def align_up(moment: datetime, step: int) -> datetime:
     """``moment`` rounded up to a multiple of ``step`` seconds since the epoch (stable columns)."""
     seconds = math.ceil(moment.timestamp() / step) * step
@@ -55,6 +74,12 @@ class RangeForm(forms.Form):
     width = forms.IntegerField(required=False, min_value=100, max_value=8000)
     step = forms.IntegerField(required=False, min_value=1, max_value=86400)
     default_window = "24h"
+
+    def clean_start(self) -> datetime | None:
+        return bounded_time(self, "start")
+
+    def clean_end(self) -> datetime | None:
+        return bounded_time(self, "end")
 
     def clean(self) -> dict[str, object]:
         data = super().clean()
@@ -79,9 +104,10 @@ class RangeForm(forms.Form):
         width = data.get("width") or 1200
         if data.get("start") is not None:
             start, end = data["start"], data["end"]
-            return TimeRange(start, end, data.get("step") or step_for(end - start, width))
+            step = capped_step(end - start, data.get("step") or step_for(end - start, width))
+            return TimeRange(start, end, step)
         span = WINDOW_SPANS[data.get("window") or self.default_window]
-        step = data.get("step") or step_for(span, width)
+        step = capped_step(span, data.get("step") or step_for(span, width))
         end = align_up(timezone.now(), step)
         return TimeRange(end - span, end, step)
 
@@ -114,6 +140,9 @@ class NodeForm(RangeForm):
     at = forms.DateTimeField(required=False)
     default_window = "6h"
 
+    def clean_at(self) -> datetime | None:
+        return bounded_time(self, "at")
+
     def time_range(self) -> TimeRange:
         at = self.cleaned_data.get("at")
         if at is None or self.cleaned_data.get("start") is not None:
@@ -121,9 +150,8 @@ class NodeForm(RangeForm):
         span = WINDOW_SPANS[self.cleaned_data.get("window") or "1h"]
         width = self.cleaned_data.get("width") or 1200
         start = at - span / 2
-        return TimeRange(
-            start, start + span, self.cleaned_data.get("step") or step_for(span, width)
-        )
+        step = capped_step(span, self.cleaned_data.get("step") or step_for(span, width))
+        return TimeRange(start, start + span, step)
 
 
 class AlertFilterForm(forms.Form):

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from django.urls import include, path
+from django.urls import include, path, register_converter
 
 from . import views
+from .converters import NodeNameConverter
+
+register_converter(NodeNameConverter, "nodename")
 
 urlpatterns = [
     path("", views.overview, name="overview"),
     path("fabric/", views.fabric, name="fabric"),
     path("nodes/", views.node_list, name="node-list"),
-    path("nodes/<path:name>/", views.node_detail, name="node-detail"),
+    path("nodes/<nodename:name>/", views.node_detail, name="node-detail"),
     path("alerts/", views.alert_list, name="alert-list"),
     path("api/v1/", include("dashboard.api.urls")),
     path("", include("dashboard.runs.urls")),

@@ -1,19 +1,19 @@
 """``POST /api/v1/runs/<namespace>/<name>/checkpoints``: a training job reports a saved checkpoint.
 
-Answers: 201 created, 200 already known (same step), 400 bad payload (naming the field),
+Answers: 201 created, 200 already known (same step), 400 bad payload (naming the field; the
+bounds are ``core.validation``'s), 413 body over 64 KiB,
 401 no token, 403 token without the ``checkpoints`` scope, 404 unknown run (unless the token
 may create runs). Authentication itself is ``core.auth.BearerTokenMiddleware``'s job.
 """
 
 from __future__ import annotations
 
-import json
-
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_POST
 
 from core.auth import unauthorized
 from core.models import APIToken
+from core.validation import InputError, error_response, json_body
 
 from .checkpoint_push import PayloadError, RunNotFound, parse_push, push_checkpoint
 from .models import Checkpoint
@@ -33,17 +33,11 @@ def checkpoint_json(checkpoint: Checkpoint) -> dict[str, object]:
     }
 
 
-def _bad_request(field: str, message: str) -> JsonResponse:
-    return JsonResponse({"error": "invalid", "field": field, "detail": message}, status=400)
-
-
 def _decode(request: HttpRequest) -> object:
-    if len(request.body) > MAX_BODY_BYTES:
-        raise PayloadError("body", f"must be at most {MAX_BODY_BYTES} bytes")
     try:
-        return json.loads(request.body or b"null")
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise PayloadError("body", "must be valid JSON") from exc
+        return json_body(request, max_bytes=MAX_BODY_BYTES)
+    except InputError as exc:
+        raise PayloadError(exc.field, exc.detail, exc.status) from None
 
 
 @require_POST
@@ -65,7 +59,7 @@ def push(request: HttpRequest, namespace: str, name: str) -> JsonResponse:
             create_run=token.allows(APIToken.Scope.CREATE_RUNS),
         )
     except PayloadError as exc:
-        return _bad_request(exc.field, exc.message)
+        return error_response(exc)
     except RunNotFound:
         return JsonResponse(
             {"error": "not_found", "detail": f"no run {namespace}/{name}"}, status=404

@@ -7,21 +7,31 @@ pushed twice yields the first checkpoint unchanged (a retrying client is safe).
 
 from __future__ import annotations
 
-import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
 
 from django.db import transaction
 from django.utils import timezone
+
+from core.validation import (
+    MAX_DURATION_SECONDS,
+    InputError,
+    check_integer,
+    check_number,
+    check_text,
+    parse_time,
+)
 
 from .models import Checkpoint, Job
 
 #: The fields a push may carry; anything else is rejected so typos do not silently drop data.
 FIELDS = ("step", "time", "duration_seconds", "bytes", "path")
 MAX_BIGINT = 2**63 - 1
-MAX_PATH = 1000
+MAX_PATH = 1000  # Checkpoint.path's column width
+T = TypeVar("T")
 #: Clocks on training nodes drift; a checkpoint further in the future than this is a bug.
 MAX_FUTURE = timedelta(minutes=5)
 #: Kubernetes names: a namespace is a DNS-1123 label, a Job name a DNS-1123 subdomain.
@@ -29,12 +39,11 @@ NAMESPACE_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 
-class PayloadError(ValueError):
+class PayloadError(InputError):
     """A push was rejected; ``field`` names the offending field (``body`` for the whole payload)."""
 
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
+    def __init__(self, field: str, message: str, status: int = 400) -> None:
+        super().__init__(field, message, status)
         self.message = message
 
 
@@ -62,57 +71,44 @@ class PushResult:
     run_created: bool
 
 
+def _checked(check: Callable[[], T]) -> T:
+    """Run a ``core.validation`` check, re-raised as this module's ``PayloadError``."""
+    try:
+        return check()
+    except PayloadError:
+        raise
+    except InputError as exc:
+        raise PayloadError(exc.field, exc.detail, exc.status) from None
+
+
 def _integer(payload: dict[str, Any], field: str, *, required: bool) -> int | None:
     value = payload.get(field)
     if value is None:
         if required:
             raise PayloadError(field, "is required")
         return None
-    # bool is an int subclass in Python; JSON true is not a step number.
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise PayloadError(field, "must be an integer")
-    if not 0 <= value <= MAX_BIGINT:
-        raise PayloadError(field, f"must be between 0 and {MAX_BIGINT}")
-    return value
+    return _checked(lambda: check_integer(value, field, minimum=0, maximum=MAX_BIGINT))
 
 
 def _seconds(payload: dict[str, Any], field: str) -> float | None:
     value = payload.get(field)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise PayloadError(field, "must be a number")
-    if not math.isfinite(value) or value < 0:
-        raise PayloadError(field, "must be a finite number >= 0")
-    return float(value)
+    return _checked(lambda: check_number(value, field, maximum=MAX_DURATION_SECONDS))
 
 
 def _time(payload: dict[str, Any], now: datetime) -> datetime:
     value = payload.get("time")
     if value is None:
         return now
-    if not isinstance(value, str):
-        raise PayloadError("time", "must be an ISO-8601 string")
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError as exc:
-        raise PayloadError("time", "must be an ISO-8601 date-time") from exc
-    if moment.tzinfo is None:  # no offset given: UTC, as Prometheus and Kubernetes speak
-        moment = moment.replace(tzinfo=UTC)
-    if moment > now + MAX_FUTURE:
-        raise PayloadError("time", "is in the future")
-    return moment
+    return _checked(lambda: parse_time(value, "time", now=now, max_future=MAX_FUTURE))
 
 
 def _path(payload: dict[str, Any]) -> str:
     value = payload.get("path")
     if value is None:
         return ""
-    if not isinstance(value, str):
-        raise PayloadError("path", "must be a string")
-    if len(value) > MAX_PATH:
-        raise PayloadError("path", f"must be at most {MAX_PATH} characters")
-    return value
+    return _checked(lambda: check_text(value, "path", max_length=MAX_PATH))
 
 
 def parse_push(payload: object, now: datetime | None = None) -> CheckpointPush:
@@ -121,7 +117,7 @@ def parse_push(payload: object, now: datetime | None = None) -> CheckpointPush:
         raise PayloadError("body", "must be a JSON object")
     unknown = sorted(str(key) for key in payload if key not in FIELDS)
     if unknown:
-        raise PayloadError(unknown[0], "unknown field")
+        raise PayloadError(ascii(unknown[0])[1:-1][:100], "unknown field")
     step = _integer(payload, "step", required=True)
     assert step is not None
     return CheckpointPush(

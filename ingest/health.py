@@ -12,6 +12,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from core.health import ComponentStatus
+from core.secrets import redact_text
 
 from .models import FamilyHealth, IngestCursor, IngestCycle
 
@@ -26,7 +27,7 @@ def record_cycle(cycle: IngestCycle, outcome: CycleOutcome) -> None:
         now,
         outcome.rows,
         outcome.skipped,
-        outcome.error,
+        redact_text(outcome.error),
     )
     cycle.skipped_reasons = outcome.unfit
     cycle.save(update_fields=["finished_at", "rows", "skipped", "skipped_reasons", "error"])
@@ -42,7 +43,7 @@ def record_cycle(cycle: IngestCycle, outcome: CycleOutcome) -> None:
         "lag_seconds": (now - cursor.covered_until).total_seconds() if cursor else None,
     }
     if outcome.error:
-        updates |= {"errors": F("errors") + 1, "last_error": outcome.error[:5000]}
+        updates |= {"errors": F("errors") + 1, "last_error": redact_text(outcome.error)[:5000]}
     else:
         updates |= {"last_success": now, "last_error": ""}
     FamilyHealth.objects.filter(pk=health.pk).update(**updates)

@@ -24,9 +24,11 @@ node), is refused rather than stored. docs/scaling.md "VictoriaMetrics" has the 
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -36,6 +38,9 @@ import requests
 from django.conf import settings
 from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
+from urllib3.util.retry import Retry
+
+from core.secrets import redact_text, redact_url
 
 from .flavor import (
     _FLAVORS,
@@ -46,6 +51,9 @@ from .flavor import (
     flavor_of,
     warn_if_short_lookback,
 )
+from .prometheus_io import DeadlineExceeded, TooLarge, error_message, prometheus_error, read_body
+
+log = logging.getLogger(__name__)
 
 MAX_POINTS_PER_SERIES = 11_000
 #: Stay well below the hard limit so a chunk never trips it on a boundary.
@@ -58,6 +66,10 @@ class PrometheusError(Exception):
 
 class PrometheusUnavailable(PrometheusError):
     """Connection refused / timed out / 5xx: an outage, to be caught up later."""
+
+
+class AnswerTooLarge(PrometheusError):
+    """An answer over PROMETHEUS_MAX_ANSWER_BYTES, abandoned unread (range queries split)."""
 
 
 @dataclass
@@ -125,16 +137,28 @@ def chunks(
         cursor = piece_end + timedelta(seconds=step_seconds)
 
 
-def _checked_result(body: object, url: str) -> object:
-    """``data.result`` of a decoded answer; an error status or a partial answer raises."""
+def _checked_data(body: object) -> object:
+    """``data`` of a decoded answer; an error status or a partial answer raises."""
     if not isinstance(body, dict):
-        raise PrometheusError(f"{url}: malformed answer (not an object)")
+        raise PrometheusError("malformed answer (not an object)")
     if body.get("status") != "success":
-        detail = f"{body.get('errorType', '')}: {body.get('error', '')}"
-        raise PrometheusError(f"{url}: status {body.get('status')!r} ({detail[:300]})")
+        raise PrometheusError(f"status {body.get('status')!r} ({prometheus_error(body)})")
     if body.get("isPartial") is True:
-        raise PrometheusUnavailable(f"{url}: partial answer (a storage node did not answer)")
-    return body["data"]["result"]
+        raise PrometheusUnavailable("partial answer (a storage node did not answer)")
+    if "data" not in body:
+        raise PrometheusError("malformed answer (no data)")
+    return body["data"]
+
+
+def _checked_result(body: object, url: str) -> object:
+    """``data.result`` of a decoded answer (errors name ``url``, already shown without credentials)."""
+    try:
+        data = _checked_data(body)
+    except PrometheusError as exc:
+        raise type(exc)(f"{url}: {exc}") from None
+    if not isinstance(data, dict) or "result" not in data:
+        raise PrometheusError(f"{url}: malformed answer (no data.result)")
+    return data["result"]
 
 
 _LIMITS: dict[int, threading.BoundedSemaphore] = {}
@@ -157,15 +181,22 @@ class PrometheusClient:
     ``PrometheusError`` (4xx, non-JSON, malformed); never anything else.
     """
 
-    def __init__(self, url: str | None = None, timeout: float | None = None) -> None:
+    def __init__(
+        self, url: str | None = None, timeout: float | None = None, deadline: float | None = None
+    ) -> None:
         self.url = (url or settings.PROMETHEUS_URL).rstrip("/")
+        #: What messages name: the URL without credentials (they reach pages and last_error).
+        self.shown_url = redact_url(self.url)
         self.timeout = timeout or settings.PROMETHEUS_TIMEOUT_SECONDS
+        self.deadline = deadline or settings.PROMETHEUS_DEADLINE_SECONDS
+        self.max_bytes = settings.PROMETHEUS_MAX_ANSWER_BYTES
         self.connection = PrometheusConnect(
             url=self.url,
             timeout=self.timeout,
             headers={"Accept-Encoding": "identity", **backend_headers()},
             auth=backend_basic_auth(),
             disable_ssl=False,
+            retry=_retry(),
         )
         if settings.PROMETHEUS_CA_BUNDLE:
             # Thanos / Mimir / VictoriaMetrics behind a private CA.
@@ -242,20 +273,31 @@ class PrometheusClient:
     def _call(self, call: Callable[[], object]) -> object:
         try:
             return call()
+        except PrometheusError:
+            raise
         except (requests.exceptions.JSONDecodeError, orjson.JSONDecodeError) as exc:
             # A RequestException / ValueError, but a malformed answer rather than an outage.
-            raise PrometheusError(f"{self.url}: malformed answer (not JSON: {exc})") from exc
+            raise self._error(PrometheusError, f"malformed answer (not JSON: {exc})") from exc
         except requests.RequestException as exc:
-            raise PrometheusUnavailable(f"{self.url}: {type(exc).__name__}: {exc}") from exc
+            raise self._error(PrometheusUnavailable, f"{type(exc).__name__}: {exc}") from exc
         except PrometheusApiClientException as exc:
             status = _status_code(str(exc))
-            if status is None or status >= 500 or status == 429:
-                raise PrometheusUnavailable(f"{self.url}: {exc}") from exc
-            raise PrometheusError(f"{self.url}: {str(exc)[:300]}") from exc
+            kind = (
+                PrometheusUnavailable
+                if status is None or status >= 500 or status == 429
+                else PrometheusError
+            )
+            raise self._error(kind, str(exc)[:600]) from exc
         except (ValueError, KeyError, TypeError) as exc:
-            raise PrometheusError(
-                f"{self.url}: malformed answer ({type(exc).__name__}: {exc})"
+            raise self._error(
+                PrometheusError, f"malformed answer ({type(exc).__name__}: {exc})"
             ) from exc
+
+    def _error(self, kind: type[PrometheusError], detail: str) -> PrometheusError:
+        """An error naming the URL without credentials; the detail is scrubbed of any too."""
+        message = f"{self.shown_url}: {redact_text(detail)}"
+        log.warning("prometheus: %s", message)
+        return kind(message)
 
     def _result(self, endpoint: str, form: dict[str, object]) -> object:
         """``data.result`` of ``POST /api/v1/<endpoint>``, parsed with orjson.
@@ -265,23 +307,51 @@ class PrometheusClient:
         body, so a shard's long node matcher never meets a proxy's URL limit
         (nor gets re-encoded character by character on every request).
         """
+        return self._data(endpoint, form)["result"]  # type: ignore[index]
+
+    def _data(self, endpoint: str, form: dict[str, object], method: str = "POST") -> object:
+        """``data`` of one API answer, read within the deadline and the size cap."""
         connection = self.connection
         session = connection._session
-        response = session.request(
-            method="POST",
+        deadline = time.monotonic() + self.deadline
+        with session.request(
+            method=method,
             url=f"{connection.url}/api/v1/{endpoint}",
-            data=form,
+            data=form if method == "POST" else None,
+            params=form if method == "GET" else None,
             verify=session.verify,
             headers=connection.headers,
             auth=connection.auth,
             cert=session.cert,
             timeout=connection._timeout,
-        )
+            stream=True,
+        ) as response:
+            body = self._body(response, deadline, str(form.get("query", endpoint)))
         if response.status_code != 200:
             raise PrometheusApiClientException(
-                f"HTTP Status Code {response.status_code} ({response.content!r})"
+                f"HTTP Status Code {response.status_code} ({error_message(response.status_code, body)})"
             )
-        return _checked_result(orjson.loads(response.content), self.url)
+        try:
+            return _checked_data(orjson.loads(body))
+        except PrometheusError as exc:
+            raise self._error(type(exc), str(exc)) from None
+
+    def _body(self, response: requests.Response, deadline: float, query: str) -> bytes:
+        """The answer's bytes within the deadline and the size cap (each error names the query)."""
+        query = query[:200]
+        try:
+            return read_body(response, deadline, self.max_bytes)
+        except DeadlineExceeded as exc:
+            raise self._error(
+                PrometheusUnavailable,
+                f"deadline of {self.deadline:g} s exceeded ({exc}) for query {query}",
+            ) from None
+        except TooLarge as exc:
+            raise self._error(
+                AnswerTooLarge,
+                f"answer too large ({exc}; PROMETHEUS_MAX_ANSWER_BYTES={self.max_bytes}) "
+                f"for query {query}",
+            ) from None
 
     def _range_forms(
         self, promql: str, start: datetime, end: datetime, step_seconds: float
@@ -304,7 +374,23 @@ class PrometheusClient:
     ) -> Iterator[object]:
         """The ``data.result`` of each chunk of a range query."""
         for form in self._range_forms(promql, start, end, step_seconds):
-            yield self._guarded(lambda f=form: self._result("query_range", f))
+            yield from self._split_results(form, step_seconds)
+
+    def _split_results(self, form: dict[str, object], step_seconds: float) -> Iterator[object]:
+        """One chunk's ``data.result``; an answer too large is fetched again as two halves.
+
+        The halves meet on the step grid, so the concatenated series are those of the whole
+        window; a single step that is still too large raises ``AnswerTooLarge``.
+        """
+        try:
+            yield self._guarded(lambda: self._result("query_range", form))
+            return
+        except AnswerTooLarge:
+            halves = split_form(form, step_seconds)
+            if halves is None:
+                raise
+        for half in halves:
+            yield from self._split_results(half, step_seconds)
 
     def query(self, promql: str, at: datetime | None = None) -> Answer:
         """Instant query."""
@@ -349,19 +435,21 @@ class PrometheusClient:
         for index, (promql, start) in enumerate(queries):
             for form in self._range_forms(promql, start, end, step_seconds):
                 try:
-                    result = self._guarded(lambda f=form: self._result("query_range", f))
+                    results = list(self._split_results(form, step_seconds))
                 except PrometheusUnavailable:
                     raise
                 except PrometheusError as exc:
-                    result = exc
-                yield index, result
+                    results = [exc]
+                for result in results:
+                    yield index, result
 
     def metric_names(self) -> set[str]:
         """Every metric name Prometheus knows (for dialect detection and coverage)."""
-        params = (
-            {"start": VICTORIAMETRICS_LABELS_START} if self.flavor() == VICTORIAMETRICS else None
-        )
-        return set(self._guarded(lambda: self.connection.all_metrics(params)))  # type: ignore[arg-type]
+        params = {"start": VICTORIAMETRICS_LABELS_START} if self.flavor() == VICTORIAMETRICS else {}
+        names = self._guarded(lambda: self._data("label/__name__/values", params, method="GET"))
+        if not isinstance(names, list):
+            raise self._error(PrometheusError, "malformed answer (label values are not a list)")
+        return {str(name) for name in names}
 
     def known_metrics(self) -> set[str]:
         """``metric_names`` fetched once per client (a client lives for one cycle)."""
@@ -393,6 +481,28 @@ def backend_basic_auth() -> tuple[str, str] | None:
     """(user, password) from PROMETHEUS_BASIC_AUTH="user:password", if set."""
     user, sep, password = settings.PROMETHEUS_BASIC_AUTH.partition(":")
     return (user, password) if sep else None
+
+
+def _retry() -> Retry:
+    """prometheus-api-client's retries, less re-reading after a read timeout.
+
+    A hung Prometheus would otherwise cost four timeouts plus backoff per request, past
+    any deadline; a read timeout is an outage, caught up by the next cycle.
+    """
+    return Retry(total=3, read=0, backoff_factor=1, status_forcelist=[408, 429, 500, 502, 503, 504])
+
+
+def split_form(form: dict[str, object], step_seconds: float) -> list[dict[str, object]] | None:
+    """A range form cut in two on the step grid ([start, mid], [mid + step, end]); None: one step."""
+    start, end = int(form["start"]), int(form["end"])  # type: ignore[call-overload]
+    steps = int((end - start) // step_seconds)
+    if steps < 1:
+        return None
+    middle = start + int(steps // 2 * step_seconds)
+    return [
+        {**form, "end": middle},
+        {**form, "start": middle + round(step_seconds)},
+    ]
 
 
 def _status_code(message: str) -> int | None:

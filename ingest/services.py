@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 LOCK_NAMESPACE = 0x1C57
 #: The families a plain cycle runs, in order (topology before ib names the ports' leaves early).
 DEFAULT_FAMILIES = [f.value for f in Family]
+#: The error of a cycle a killed worker (or a hard time limit) left unfinished.
+INTERRUPTED = "interrupted: the worker stopped mid-cycle (killed or past its hard time limit)"
 Progress = Callable[[str, int, int], None]
 
 
@@ -179,6 +181,18 @@ def run_chunks(
                 time.sleep(settings.INGEST_CHUNK_PAUSE_SECONDS)
 
 
+def close_interrupted(family: str) -> int:
+    """Record as failed the cycles of ``family`` a killed worker left unfinished.
+
+    Only cycles older than the ingest queue's hard time limit: none of those can still run.
+    """
+    hard_limit = settings.TASK_TIME_LIMITS["ingest"][1]
+    horizon = utcnow() - timedelta(seconds=hard_limit)
+    return IngestCycle.objects.filter(
+        family=family, finished_at__isnull=True, started_at__lt=horizon
+    ).update(finished_at=utcnow(), error=INTERRUPTED)
+
+
 def open_outage(detail: str) -> None:
     """Record that Prometheus is unreachable (one open outage at a time)."""
     if not PrometheusOutage.objects.filter(ended_at__isnull=True).exists():
@@ -219,6 +233,7 @@ def ingest_family(
             settings.INGEST_STEP_SECONDS,
             settings.INGEST_CHUNK_STEPS,
         )
+        close_interrupted(family)
         cycle = IngestCycle.objects.create(
             family=family,
             started_at=utcnow(),

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from core.validation import text_problem
+
+from ..matchers import MAX_MATCHERS, MAX_NAME_CHARS, MAX_VALUE_CHARS, MatcherError, compile_regex
 from ..notify.grouping import MATCH_OPS, Matcher, Route, Timing
 from ..transports.base import ChannelTarget
 from .core import Severity
@@ -34,6 +37,8 @@ def _validate_matchers(value: object) -> None:
         raise ValidationError(
             'Expected a list like [{"name": "pool", "op": "=", "value": "training"}].'
         )
+    if len(value) > MAX_MATCHERS:
+        raise ValidationError(f"At most {MAX_MATCHERS} matchers.")
     for item in value:
         if not isinstance(item, dict) or set(item) != {"name", "op", "value"}:
             raise ValidationError(f"Each matcher needs exactly name, op and value: {item!r}.")
@@ -43,11 +48,30 @@ def _validate_matchers(value: object) -> None:
             )
         if not all(isinstance(item[key], str) for key in ("name", "value")):
             raise ValidationError(f"Matcher name and value must be text: {item!r}.")
+        problem = text_problem(item["name"]) or text_problem(item["value"])
+        if problem or len(item["name"]) > MAX_NAME_CHARS or len(item["value"]) > MAX_VALUE_CHARS:
+            raise ValidationError(
+                f"Matcher name (at most {MAX_NAME_CHARS} characters) or value (at most "
+                f"{MAX_VALUE_CHARS}) out of bounds: {problem or 'too long'}."
+            )
         if item["op"] in ("=~", "!~"):
             try:
-                re.compile(item["value"])
-            except re.error as exc:
-                raise ValidationError(f"Invalid regex {item['value']!r}: {exc}.") from None
+                compile_regex(item["value"])
+            except MatcherError as exc:
+                raise ValidationError(f"{item['value']!r}: {exc}.") from None
+
+
+def url_hint(url: str) -> str:
+    """``https://hooks.slack.com/…abcd``: enough to recognise a URL, not to use it."""
+    if not url:
+        return "not set"
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "set"
+    return f"{parts.scheme}://{host}{port}/…{url[-4:]}" if len(url) >= 16 else "set"
 
 
 def _validate_group_by(value: object) -> None:
@@ -126,6 +150,14 @@ class NotificationChannel(models.Model):
         return ChannelTarget(name=self.name, kind=self.kind, url=self.url, secret=self.secret)
 
     @property
+    def url_hint(self) -> str:
+        """The URL as the admin shows it once saved: scheme and host, then its last 4 characters.
+
+        A Slack incoming-webhook URL is itself the credential (and webhook or Alertmanager URLs
+        may carry a token or a password): like the secret, it is never shown in full again.
+        """
+        return url_hint(self.url)
+
     def secret_hint(self) -> str:
         """The secret as the admin shows it: never in full."""
         if not self.secret:

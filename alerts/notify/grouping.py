@@ -22,31 +22,17 @@ neither firing nor resolved.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
 
+from ..matchers import MATCH_OPS, Matcher
+
+__all__ = ["MATCH_OPS", "Matcher"]  # re-exported: channels route with the silences' matchers
+
 SEVERITY_RANK = {"info": 1, "warning": 2, "critical": 3}
 ALL_LABELS = "..."  # group_by = ["..."]: every label, i.e. one group per alert
-MATCH_OPS = ("=", "!=", "=~", "!~")
-
-
-@dataclass(frozen=True)
-class Matcher:
-    """A label matcher: ``name op value``; regexes match the whole value, like Prometheus."""
-
-    name: str
-    op: Literal["=", "!=", "=~", "!~"]
-    value: str
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        """Whether ``labels`` satisfy this matcher (a missing label is the empty string)."""
-        actual = labels.get(self.name, "")
-        if self.op in ("=", "!="):
-            return (actual == self.value) == (self.op == "=")
-        return (re.fullmatch(self.value, actual) is not None) == (self.op == "=~")
 
 
 @dataclass(frozen=True)

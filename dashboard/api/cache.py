@@ -31,7 +31,7 @@ from django.core.cache import cache
 from ingest.models import IngestCursor, Node
 
 from .. import alerting, summaries
-from ..choices import IB_METRICS, HeatmapMetric, HeatmapSort
+from ..choices import IB_METRICS, NICE_STEPS, HeatmapMetric, HeatmapSort
 from ..forms import TimeRange
 
 T = TypeVar("T")
@@ -92,7 +92,14 @@ def overview_key(now: datetime) -> str | None:
 
 
 def heatmap_key(metric: str, sort: str, start: datetime, end: datetime, step: int) -> str | None:
-    """The cache key of one heatmap at the current cursor of its family (None: do not cache)."""
+    """The cache key of one heatmap at the current cursor of its family (None: do not cache).
+
+    Only normalised ranges are cached: a step among ``NICE_STEPS`` and both ends on a
+    multiple of it (what the windows and the pages ask for). Arbitrary start, end and
+    step values are answered but never stored, so they cannot fill Redis.
+    """
+    if not is_normalised(start, end, step):
+        return None
     family = "ib" if metric in IB_METRICS else "gpu"
     return cursor_key(
         family,
@@ -103,6 +110,12 @@ def heatmap_key(metric: str, sort: str, start: datetime, end: datetime, step: in
         f"{end.timestamp():.0f}",
         step,
     )
+
+
+def is_normalised(start: datetime, end: datetime, step: int) -> bool:
+    """Whether a range is one of the cacheable ones (a nice step, ends aligned to it)."""
+    aligned = start.timestamp() % step == 0 and end.timestamp() % step == 0
+    return step in NICE_STEPS and aligned
 
 
 def cached(key: str | None, build: Callable[[], T]) -> T:

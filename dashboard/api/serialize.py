@@ -23,10 +23,9 @@ def iso(moment: datetime | None) -> str | None:
 
 
 def bad_request(parameter: str, detail: str) -> JsonResponse:
-    """400 naming the parameter at fault."""
-    return JsonResponse(
-        {"error": "bad_request", "parameter": parameter, "detail": detail}, status=400
-    )
+    """400 naming the parameter at fault (``field``, as every API 400; ``parameter`` kept)."""
+    body = {"error": "bad_request", "field": parameter, "parameter": parameter, "detail": detail}
+    return JsonResponse(body, status=400)
 
 
 def dumps(body: dict[str, Any]) -> str:

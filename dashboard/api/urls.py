@@ -10,6 +10,6 @@ urlpatterns = [
     path("heatmap", views.heatmap, name="api-heatmap"),
     path("rails", views.rails, name="api-rails"),
     path("overview", views.overview, name="api-overview"),
-    path("nodes/<path:name>", views.node, name="api-node"),
+    path("nodes/<nodename:name>", views.node, name="api-node"),
     path("openapi.json", views.openapi, name="api-openapi"),
 ]

@@ -64,10 +64,12 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        client = PrometheusClient(options.get("url"))
         try:
-            report = collect(PrometheusClient(options.get("url")))
+            report = collect(client)
         except PrometheusError as exc:
             raise CommandError(f"cannot query Prometheus: {exc}") from exc
+        report.prometheus = client.shown_url  # never the credentials a URL may carry
         if options["json"]:
             self.stdout.write(json.dumps(report.as_dict(), indent=2))
         else:
