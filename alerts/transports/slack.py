@@ -127,5 +127,5 @@ def render(message: WebhookMessage) -> SlackMessage:
 class SlackTransport(HttpTransport):
     """POSTs the Block Kit message to the incoming-webhook URL."""
 
-    def notify(self, message: WebhookMessage) -> int:
+    def notify(self, message: WebhookMessage, delivery_id: str = "") -> int:
         return self.post_json(self.target.url, render(message))

@@ -42,7 +42,7 @@ def test_webhook_payload_field_by_field_with_a_verified_signature() -> None:
     expected = "sha256=" + hmac.new(SECRET.encode(), request.body, hashlib.sha256).hexdigest()
     assert request.headers["X-ClusterWatch-Signature"] == expected
     body = request.json()
-    key = '{alertname="ib_port_errors",leaf_switch="leaf-07"}'
+    key = '{}:{alertname="ib_port_errors", leaf_switch="leaf-07"}'
     assert body["receiver"] == channel.name == "webhook-ops"
     assert body["status"] == "firing"
     assert body["version"] == "4"

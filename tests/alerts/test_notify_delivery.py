@@ -89,7 +89,7 @@ def test_a_timeout_is_retried(settings: pytest.FixtureRequest) -> None:
         send_all()
     assert len(receiver.requests) == 2
     assert attempts() == [
-        (1, AttemptOutcome.RETRY, None, "timed out after 0.3 s"),
+        (1, AttemptOutcome.RETRY, None, "timed out after 0.3 s (whole request)"),
         (2, AttemptOutcome.DELIVERED, 200, ""),
     ]
 
