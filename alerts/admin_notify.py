@@ -26,7 +26,7 @@ class ChannelForm(forms.ModelForm):
         widget=forms.PasswordInput(render_value=False),
         help_text="Webhook only. Leave blank to keep the current secret.",
     )
-    url = forms.URLField(max_length=2000, assume_scheme="https")
+    url = forms.URLField(max_length=2000, assume_scheme="https", required=False)
     clear_secret = forms.BooleanField(required=False, help_text="Remove the current secret.")
 
     class Meta:
@@ -36,6 +36,7 @@ class ChannelForm(forms.ModelForm):
             "kind",
             "url",
             "secret",
+            "recipients",
             "min_severity",
             "matchers",
             "group_by",

@@ -17,7 +17,11 @@ firing alert that was notified and is then muted stays recorded as ``muted``:
 receivers still hold it as firing, so when it resolves (muted or not) its
 resolution is sent; when the silence ends while it still fires it counts as new
 and is sent. An alert muted before it was ever notified is never notified,
-neither firing nor resolved.
+neither firing nor resolved. (Alertmanager channels differ: they are sent every
+firing alert, muted or not; see ``forwarding``.)
+
+Group keys are Alertmanager's: ``{}:{alertname="x", node="y"}``, values quoted
+like Go's ``%q`` (what Alertmanager 0.25 sends as ``groupKey``).
 """
 
 from __future__ import annotations
