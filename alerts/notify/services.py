@@ -180,7 +180,9 @@ def _write_outbox(
 ) -> int:
     group.sequence += 1
     group.last_sent_at = now
-    max_alerts = None if forwards(channel) else settings.ALERTS_NOTIFY_MAX_ALERTS
+    # Alertmanager takes every alert; Slack cuts when rendering and counts them all.
+    uncut = forwards(channel) or channel.kind == ChannelKind.SLACK
+    max_alerts = None if uncut else settings.ALERTS_NOTIFY_MAX_ALERTS
     message = build_message(
         channel.name, group.key, group.labels, decision.send, settings.EXTERNAL_URL, max_alerts
     )

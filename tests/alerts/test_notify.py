@@ -20,9 +20,10 @@ from tests.alerts.notify_helpers import (
     rfc3339,
     send_all,
 )
+from tests.alerts.validators import validated_payloads  # noqa: F401 - the fixture
 from tests.support.receivers import start_receiver
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("validated_payloads")]
 
 
 @pytest.fixture(autouse=True)

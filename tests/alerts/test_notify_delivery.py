@@ -19,6 +19,7 @@ from tests.alerts.notify_helpers import (
     resolve,
     send_all,
 )
+from tests.alerts.validators import validated_payloads  # noqa: F401 - the fixture
 from tests.support.receivers import (
     GONE,
     OK,
@@ -29,7 +30,7 @@ from tests.support.receivers import (
     start_receiver,
 )
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("validated_payloads")]
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,10 @@ from alerts.models import AttemptOutcome, DeliveryAttempt, NotificationChannel, 
 from alerts.notify import outbox
 from alerts.transports.webhook import DELIVERY_HEADER, SIGNATURE_HEADER, verify
 from tests.alerts.notify_helpers import SECRET, flush_at, make_alert, make_channel, send_all
-from tests.alerts.validators import valid_webhook
+from tests.alerts.validators import (
+    valid_webhook,
+    validated_payloads,  # noqa: F401 - the fixture
+)
 from tests.support.receivers import (
     GONE,
     OK,
@@ -28,7 +31,7 @@ from tests.support.receivers import (
     trickle,
 )
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("validated_payloads")]
 DEADLINE = 1.0
 
 

@@ -13,7 +13,10 @@ from alerts.transports import ChannelTarget, TransportError, transport_for
 from alerts.transports.base import parse_retry_after
 from alerts.transports.payloads import ZERO_TIME, AlertPayload, WebhookMessage
 from alerts.transports.slack import render
+from tests.alerts.validators import validated_payloads  # noqa: F401 - the fixture
 from tests.support.receivers import GONE, SERVER_ERROR, Reply, rate_limited, slow, start_receiver
+
+pytestmark = pytest.mark.usefixtures("validated_payloads")
 
 
 def alert(node: str, status: str = "firing", **labels: str) -> AlertPayload:

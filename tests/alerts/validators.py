@@ -11,10 +11,15 @@ context text element: https://api.slack.com/reference/block-kit/blocks).
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from prometheus_alert_model import AlertGroup
 from slack_sdk.models.blocks import Block
+
+from tests.support import receivers
 
 MAX_BLOCKS = 50
 MAX_MESSAGE_TEXT = 40_000
@@ -44,3 +49,23 @@ def valid_slack(body: dict[str, Any]) -> list[Block]:
             assert all(len(e["text"]) <= MAX_CONTEXT_TEXT for e in raw["elements"])
         blocks.append(block)
     return blocks
+
+
+def valid_payload(body: Any) -> None:
+    """Validate a body by its shape: Slack blocks, a webhook v4 message, or other JSON."""
+    if isinstance(body, dict) and "blocks" in body:
+        valid_slack(body)
+    elif isinstance(body, dict) and body.get("version") == "4":
+        valid_webhook(body)
+
+
+@pytest.fixture
+def validated_payloads() -> Iterator[None]:
+    """At teardown: every JSON body any local receiver got is valid for its kind."""
+    receivers.STARTED.clear()
+    yield
+    for receiver in receivers.STARTED:
+        for request in receiver.requests:
+            if request.headers.get("Content-Type") == "application/json":
+                valid_payload(json.loads(request.body))
+    receivers.STARTED.clear()

@@ -141,10 +141,14 @@ class Receiver:
         return Handler
 
 
+STARTED: list[Receiver] = []  # every receiver started, for checks at a test's teardown
+
+
 @contextmanager
 def start_receiver(*replies: Reply) -> Iterator[Receiver]:
     """Run a receiver for the duration of the block; it answers ``replies`` in order."""
     receiver = Receiver(list(replies))
+    STARTED.append(receiver)
     thread = threading.Thread(target=receiver.server.serve_forever, daemon=True)
     thread.start()
     try:
