@@ -11,11 +11,17 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
 from django.utils import timezone
+from django.utils.html import format_html
 
 from .models import AttemptOutcome, DeliveryAttempt, NotificationChannel, Outbox, OutboxStatus
 from .notify import outbox, services
+
+LOG_ROWS = 200  # attempts shown on a channel's delivery log page
 
 
 class ChannelForm(forms.ModelForm):
@@ -60,6 +66,7 @@ class NotificationChannelAdmin(admin.ModelAdmin):
 
     form = ChannelForm
     list_display = ["name", "kind", "enabled", "min_severity", "secret_hint", "disabled_reason"]
+    list_display += ["delivery_log"]  # issue 13: the per-channel delivery log page
     list_filter = ["kind", "enabled"]
     readonly_fields = ["secret_hint", "disabled_reason", "disabled_at", "created_at", "updated_at"]
     actions = ["send_test_notification", "enable_channels"]
@@ -78,16 +85,43 @@ class NotificationChannelAdmin(admin.ModelAdmin):
             if attempt is None:
                 self.message_user(request, f"{channel.name}: not sent.", messages.ERROR)
                 continue
-            text = f"{channel.name}: test notification {attempt.get_outcome_display().lower()}"
-            text += f" (HTTP {attempt.status_code})" if attempt.status_code else ""
-            text += f": {attempt.error}" if attempt.error else "."
             ok = attempt.outcome == AttemptOutcome.DELIVERED
-            self.message_user(request, text, messages.SUCCESS if ok else messages.ERROR)
+            self.message_user(
+                request, test_result(channel, attempt), messages.SUCCESS if ok else messages.ERROR
+            )
+
+    def get_urls(self) -> list:
+        view = self.admin_site.admin_view(self.delivery_log_view)
+        name = "alerts_notificationchannel_deliveries"
+        return [path("<int:pk>/deliveries/", view, name=name), *super().get_urls()]
+
+    def delivery_log_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        """The channel's last delivery attempts: outcome, status, latency, error, answer."""
+        channel = get_object_or_404(NotificationChannel, pk=pk)
+        rows = DeliveryAttempt.objects.filter(channel=channel).select_related("outbox")
+        context = {**self.admin_site.each_context(request), "opts": self.model._meta,
+                   "channel": channel, "attempts": rows.order_by("-started_at", "-id")[:LOG_ROWS],
+                   "title": f"Delivery log: {channel.name}"}  # fmt: skip
+        return TemplateResponse(request, "admin/alerts/delivery_log.html", context)
+
+    @admin.display(description="Delivery log")
+    def delivery_log(self, obj: NotificationChannel) -> str:
+        url = reverse("admin:alerts_notificationchannel_deliveries", args=[obj.pk])
+        return format_html('<a href="{}">attempts</a>', url)
 
     @admin.action(description="Enable (clear the disabled reason)")
     def enable_channels(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         count = queryset.update(enabled=True, disabled_reason="", disabled_at=None)
         self.message_user(request, f"{count} channel(s) enabled.")
+
+
+def test_result(channel: NotificationChannel, attempt: DeliveryAttempt) -> str:
+    """What the admin says after a test notification: outcome, status, error, the answer."""
+    text = f"{channel.name}: test notification {attempt.get_outcome_display().lower()}"
+    text += f" (HTTP {attempt.status_code})" if attempt.status_code else ""
+    text += f": {attempt.error}" if attempt.error else ""
+    answer = attempt.response.strip()
+    return text + (f"; the receiver answered: {answer[:200]}" if answer else ".")
 
 
 class DeliveryAttemptInline(admin.TabularInline):

@@ -152,5 +152,10 @@ class Migration(migrations.Migration):
                 ],
             },
         ),
+        migrations.AddField(
+            model_name="deliveryattempt",
+            name="response",
+            field=models.TextField(blank=True, help_text="The start of the receiver's answer."),
+        ),
         migrations.RunPython(rekey_groups, migrations.RunPython.noop),
     ]

@@ -253,6 +253,7 @@ class DeliveryAttempt(models.Model):
     )
     status_code = models.PositiveIntegerField(null=True, blank=True)
     error = models.TextField(blank=True)
+    response = models.TextField(blank=True, help_text="The start of the receiver's answer.")
 
     class Meta:
         ordering = ["-started_at"]
@@ -264,6 +265,13 @@ class DeliveryAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.number} of {self.outbox_id}: {self.outcome}"
+
+    @property
+    def latency_ms(self) -> int | None:
+        """How long the attempt took, in milliseconds (None while in progress)."""
+        if self.finished_at is None:
+            return None
+        return round((self.finished_at - self.started_at).total_seconds() * 1000)
 
 
 class SilenceMirror(models.Model):

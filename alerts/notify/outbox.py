@@ -148,16 +148,25 @@ def deliver(outbox_id: int) -> Result:
     if not channel.enabled:
         _finish(held, OutboxStatus.FAILED, AttemptOutcome.REJECTED, error="channel disabled")
         return Result(outbox_id, AttemptOutcome.REJECTED)
+    transport = transport_for(channel.target())
     try:
         with lease_kept(held):
-            code = transport_for(channel.target()).notify(held.row.payload, delivery_id(held.row))
+            code = transport.notify(held.row.payload, delivery_id(held.row))
     except TransportError as exc:
-        return _failed(held, channel, exc)
-    _finish(held, OutboxStatus.DELIVERED, AttemptOutcome.DELIVERED, status_code=code)
+        return _failed(held, channel, exc, transport.last_answer)
+    _finish(
+        held,
+        OutboxStatus.DELIVERED,
+        AttemptOutcome.DELIVERED,
+        status_code=code,
+        response=transport.last_answer,
+    )
     return Result(outbox_id, AttemptOutcome.DELIVERED)
 
 
-def _failed(held: Claim, channel: NotificationChannel, exc: TransportError) -> Result:
+def _failed(
+    held: Claim, channel: NotificationChannel, exc: TransportError, response: str = ""
+) -> Result:
     metrics.count_failure(channel.kind, exc.status_code)
     log.warning("notification %s to %s failed: %s", held.row.key, channel.name, exc.message)
     if exc.permanent:
@@ -169,9 +178,9 @@ def _failed(held: Claim, channel: NotificationChannel, exc: TransportError) -> R
         outcome = AttemptOutcome.GAVE_UP
     else:
         delay = _retry_delay(held.row.attempts, exc.retry_after)
-        _finish(held, OutboxStatus.PENDING, AttemptOutcome.RETRY, exc, delay)
+        _finish(held, OutboxStatus.PENDING, AttemptOutcome.RETRY, exc, delay, response=response)
         return Result(held.row.id, AttemptOutcome.RETRY, delay)
-    _finish(held, OutboxStatus.FAILED, outcome, exc)
+    _finish(held, OutboxStatus.FAILED, outcome, exc, response=response)
     return Result(held.row.id, outcome)
 
 
@@ -192,6 +201,7 @@ def _finish(
     *,
     status_code: int | None = None,
     error: str = "",
+    response: str = "",
 ) -> None:
     now = timezone.now()
     error = exc.message if exc else error
@@ -201,6 +211,7 @@ def _finish(
         finished_at=now,
         status_code=exc.status_code if exc else status_code,
         error=error,
+        response=response,
     )
     done = status in (OutboxStatus.DELIVERED, OutboxStatus.FAILED)
     kept = Outbox.objects.filter(id=held.row.id, lease_token=held.token).update(

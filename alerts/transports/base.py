@@ -23,6 +23,7 @@ from .payloads import WebhookMessage
 log = logging.getLogger(__name__)
 
 USER_AGENT = "ClusterWatch-Notifier/1"
+ANSWER_LOGGED = 500  # characters of a receiver's answer kept in the delivery log
 GONE_HINT = "the destination is gone; fix the URL and re-enable."
 REDIRECT_HINT = (
     "the destination redirects elsewhere; put the final URL in the channel and re-enable."
@@ -76,6 +77,7 @@ class Transport:
 
     def __init__(self, target: ChannelTarget) -> None:
         self.target = target
+        self.last_answer = ""  # the start of the receiver's last answer, for the delivery log
 
     def notify(self, message: WebhookMessage, delivery_id: str = "") -> int:
         """Deliver ``message``; return the HTTP status code or raise ``TransportError``.
@@ -133,11 +135,13 @@ class HttpTransport(Transport):
         all_headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT}
         all_headers |= self.request_headers() | headers
         try:
-            return wire.request(method, url, body, all_headers, deadline, self.ca_bundle())
+            answer = wire.request(method, url, body, all_headers, deadline, self.ca_bundle())
         except wire.DeadlineExceeded:
             raise TransportError(f"timed out after {deadline:g} s (whole request)") from None
         except wire.ConnectionFailed as exc:
             raise TransportError(f"connection failed: {exc}") from None
+        self.last_answer = answer.text[:ANSWER_LOGGED]
+        return answer
 
     def check(self, answer: Answer) -> int:
         """Map an HTTP answer to success or a ``TransportError`` of the right kind."""

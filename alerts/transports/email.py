@@ -87,4 +87,5 @@ class EmailTransport(Transport):
             raise TransportError(f"recipients refused: {refused}", rejected=True) from None
         except (smtplib.SMTPException, OSError) as exc:
             raise TransportError(f"SMTP failed: {type(exc).__name__}: {exc}") from None
+        self.last_answer = f"{SMTP_OK}: accepted for {len(self.target.recipients)} recipient(s)"
         return SMTP_OK

@@ -161,7 +161,9 @@ def test_send_test_notification_from_the_admin(client: Client, staff_user: objec
             follow=True,
         )
     shown = [str(message) for message in response.context["messages"]]
-    assert shown == ["webhook-ops: test notification delivered (HTTP 200)."]
+    assert shown == [
+        "webhook-ops: test notification delivered (HTTP 200); the receiver answered: ok"
+    ]
     (request,) = receiver.requests
     body = request.json()
     assert body["alerts"][0]["labels"]["alertname"] == "clusterwatch_test"
