@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import time
 from datetime import UTC, datetime
 
 import pytest
@@ -191,3 +192,25 @@ def test_retry_after_accepts_seconds_and_http_dates() -> None:
     assert parse_retry_after("Fri, 01 May 2026 10:00:30 GMT", now) == 30.0
     assert parse_retry_after("soon", now) is None
     assert parse_retry_after(None, now) is None
+
+
+def test_the_documented_verification_snippet_accepts_our_signature_and_refuses_replays() -> None:
+    from pathlib import Path
+
+    from alerts.transports.webhook import sign, verify
+
+    docs = Path(__file__).resolve().parents[2] / "docs" / "alerts.md"
+    text = docs.read_text()
+    start = text.index("```python", text.index("### Webhook")) + len("```python")
+    namespace: dict[str, object] = {}
+    exec(text[start : text.index("```", start)], namespace)  # noqa: S102 - our own docs
+    verify_docs = namespace["verify_clusterwatch"]
+    body, now = b'{"version":"4"}', int(time.time())
+    header = sign(body, "s3cret", now)
+    assert verify_docs(header, body, "s3cret") is True  # type: ignore[operator]
+    assert verify_docs(header, body + b" ", "s3cret") is False  # type: ignore[operator]
+    assert verify_docs(header, body, "other") is False  # type: ignore[operator]
+    old = sign(body, "s3cret", now - 301)
+    assert verify_docs(old, body, "s3cret") is False  # type: ignore[operator]
+    assert (verify(header, body, "s3cret"), verify(old, body, "s3cret")) == (True, False)
+    assert verify(sign(body, "s3cret", now - 299), body, "s3cret") is True
