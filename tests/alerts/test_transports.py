@@ -7,6 +7,7 @@ import hmac
 import json
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +16,15 @@ from alerts.transports.base import parse_retry_after
 from alerts.transports.payloads import ZERO_TIME, AlertPayload, WebhookMessage
 from alerts.transports.slack import render
 from tests.alerts.validators import validated_payloads  # noqa: F401 - the fixture
-from tests.support.receivers import GONE, SERVER_ERROR, Reply, rate_limited, slow, start_receiver
+from tests.support.receivers import (
+    GONE,
+    SERVER_ERROR,
+    Reply,
+    rate_limited,
+    self_signed_certificate,
+    slow,
+    start_receiver,
+)
 
 pytestmark = pytest.mark.usefixtures("validated_payloads")
 
@@ -214,3 +223,37 @@ def test_the_documented_verification_snippet_accepts_our_signature_and_refuses_r
     assert verify_docs(old, body, "s3cret") is False  # type: ignore[operator]
     assert (verify(header, body, "s3cret"), verify(old, body, "s3cret")) == (True, False)
     assert verify(sign(body, "s3cret", now - 299), body, "s3cret") is True
+
+
+@pytest.mark.parametrize(
+    ("token", "basic", "authorization"),
+    [("t0ken", "", "Bearer t0ken"), ("", "am:pa:ss", "Basic YW06cGE6c3M=")],
+)
+def test_alertmanager_requests_carry_the_configured_auth_and_headers(
+    settings: pytest.FixtureRequest, token: str, basic: str, authorization: str
+) -> None:
+    settings.ALERTMANAGER_BEARER_TOKEN = token  # type: ignore[attr-defined]
+    settings.ALERTMANAGER_BASIC_AUTH = basic  # type: ignore[attr-defined]
+    settings.ALERTMANAGER_HEADERS = {"X-Scope-OrgID": "team-a"}  # type: ignore[attr-defined]
+    with start_receiver(Reply(200, body='{"silenceID":"abc"}')) as receiver:
+        transport = transport_for(target("alertmanager", receiver.url))
+        transport.notify(message(alert("gpu-001")))
+        assert transport.put_silence({"matchers": []}) == "abc"  # type: ignore[attr-defined]
+    assert [r.path for r in receiver.requests] == ["/api/v2/alerts", "/api/v2/silences"]
+    for request in receiver.requests:
+        assert request.headers["Authorization"] == authorization
+        assert request.headers["X-Scope-OrgID"] == "team-a"
+
+
+def test_alertmanager_tls_is_verified_against_the_configured_ca_bundle(
+    settings: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    cert, key = self_signed_certificate(tmp_path)
+    with start_receiver(tls=(cert, key)) as receiver:
+        transport = transport_for(target("alertmanager", receiver.url))
+        with pytest.raises(TransportError) as untrusted:
+            transport.notify(message(alert("gpu-001")))
+        settings.ALERTMANAGER_CA_BUNDLE = str(cert)  # type: ignore[attr-defined]
+        assert transport.notify(message(alert("gpu-001"))) == 200
+    assert untrusted.value.message == "connection failed: SSLCertVerificationError"
+    assert [r.path for r in receiver.requests] == ["/api/v2/alerts"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 import subprocess
 import threading
 import time
@@ -83,17 +84,22 @@ class Request:
 class Receiver:
     """A scripted HTTP server; use ``start_receiver()``."""
 
-    def __init__(self, replies: list[Reply]) -> None:
+    def __init__(self, replies: list[Reply], tls: tuple[Path, Path] | None = None) -> None:
         self.replies = list(replies) or [OK]
         self.requests: list[Request] = []
         self._lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
+        self.scheme = "https" if tls else "http"
+        if tls:  # (certificate, key) PEM files: serve HTTPS
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
 
     @property
     def url(self) -> str:
         """The base URL, e.g. ``http://127.0.0.1:40123``."""
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        return f"{self.scheme}://127.0.0.1:{self.server.server_address[1]}"
 
     def _next_reply(self, request: Request) -> Reply:
         with self._lock:
@@ -145,9 +151,9 @@ STARTED: list[Receiver] = []  # every receiver started, for checks at a test's t
 
 
 @contextmanager
-def start_receiver(*replies: Reply) -> Iterator[Receiver]:
+def start_receiver(*replies: Reply, tls: tuple[Path, Path] | None = None) -> Iterator[Receiver]:
     """Run a receiver for the duration of the block; it answers ``replies`` in order."""
-    receiver = Receiver(list(replies))
+    receiver = Receiver(list(replies), tls)
     STARTED.append(receiver)
     thread = threading.Thread(target=receiver.server.serve_forever, daemon=True)
     thread.start()
@@ -217,3 +223,12 @@ def run_alertmanager(
 
     with run_process("alertmanager", argv, os.environ, ready, workdir) as process:
         yield Alertmanager(process, port)
+
+
+def self_signed_certificate(directory: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key (PEM files, made with the openssl CLI)."""
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    argv = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+    argv += ["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
+    subprocess.run([*argv, "-keyout", str(key), "-out", str(cert)], capture_output=True, check=True)
+    return cert, key
