@@ -85,3 +85,13 @@ def test_group_keys_escape_values_like_alertmanager() -> None:
 def test_forwarded_views_are_not_muted() -> None:
     decision = decide_forwarding(GroupState(T0), [replace(view(1), muted=True)], RESEND, T0)
     assert [a.muted for a in decision.send] == [False]
+
+
+def test_the_migration_rekeys_groups_exactly_like_group_key() -> None:
+    import importlib
+
+    migration = importlib.import_module(
+        "alerts.migrations.0004_notification_channels_pagerduty_email_silence_mirror"
+    )
+    for value in ["leaf-07", "it's", 'it"s', "a\\b\nc\td é ✓ \x00 \u200b \U0001f600"]:
+        assert migration._go_quote(value) == quote_label_value(value)
