@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 from django.utils import timezone
 
-from alerts.models import Alert, SilenceMirror
+from alerts.models import Alert, Silence, SilenceMirror
 from alerts.notify import services
 from alerts.notify.grouping import group_key
 from alerts.silences import create_silence, expire_silence
@@ -26,6 +27,7 @@ from tests.support.receivers import Alertmanager, run_alertmanager, start_receiv
 
 pytestmark = pytest.mark.django_db
 RESOLVE_TIMEOUT = 2.0
+UNKNOWN_ID = "00000000-0000-0000-0000-000000000000"
 CONFIG = f"""global:
   resolve_timeout: {RESOLVE_TIMEOUT:g}s
 route:
@@ -175,11 +177,37 @@ def test_group_keys_are_the_ones_alertmanager_itself_computes(tmp_path: Path) ->
             f'receivers:\n  - name: hook\n    webhook_configs:\n      - url: "{receiver.url}/"\n'
         )
         with run_alertmanager(tmp_path, config) as alertmanager:
-            import requests
-
             alert = {"labels": {"alertname": "x", "pod": hostile}}
             requests.post(alertmanager.url + "/api/v2/alerts", json=[alert], timeout=5)
             wait_until(lambda: receiver.requests, 10, "Alertmanager's webhook")
     body = receiver.requests[0].json()
     valid_webhook(body)
     assert body["groupKey"] == group_key({"alertname": "x", "pod": hostile})
+
+
+def test_a_silence_alertmanager_forgot_is_recreated_and_expired_without_errors(
+    tmp_path: Path, staff_user: Any
+) -> None:
+    alert = make_alert("gpu-004")
+    with run_alertmanager(tmp_path, CONFIG) as alertmanager:
+        make_channel("alertmanager", alertmanager.url)
+        ours = silence(alert, staff_user, preset="1h")
+        cycle()
+        # As after a restart without its storage: Alertmanager no longer knows that id.
+        requests.delete(
+            f"{alertmanager.url}/api/v2/silence/{SilenceMirror.objects.get().alertmanager_id}",
+            timeout=5,
+        )
+        SilenceMirror.objects.update(alertmanager_id=UNKNOWN_ID)
+        Silence.objects.filter(id=ours.id).update(comment="new HCA ordered")
+        cycle()  # update of an id Alertmanager does not know (404): created anew
+        mirror = SilenceMirror.objects.get()
+        assert (mirror.last_error, mirror.alertmanager_id != UNKNOWN_ID) == ("", True)
+        active = [s for s in alertmanager.silences() if s["status"]["state"] == "active"]
+        assert [s["id"] for s in active] == [mirror.alertmanager_id]
+        assert active[0]["comment"].startswith(f"ClusterWatch silence {ours.pk}: new HCA ordered (")
+        SilenceMirror.objects.update(alertmanager_id=UNKNOWN_ID)
+        expire_silence(ours, staff_user)
+        cycle()  # expiring an id Alertmanager does not know (its 500 "silence not found"): done
+        mirror = SilenceMirror.objects.get()
+        assert mirror.expired_at is not None and mirror.last_error == ""
