@@ -11,8 +11,8 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
@@ -74,26 +74,41 @@ class NotificationChannelAdmin(admin.ModelAdmin):
     @admin.action(description="Send a test notification")
     def send_test_notification(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         for channel in queryset:
-            if not channel.enabled:
-                self.message_user(
-                    request, f"{channel.name}: disabled, enable it first.", messages.ERROR
-                )
-                continue
-            row = services.write_test_notification(channel, str(request.user))
-            outbox.deliver(row.id)
-            attempt = row.delivery_attempts.order_by("-number").first()
-            if attempt is None:
-                self.message_user(request, f"{channel.name}: not sent.", messages.ERROR)
-                continue
-            ok = attempt.outcome == AttemptOutcome.DELIVERED
+            self.send_test(request, channel)
+
+    def send_test(self, request: HttpRequest, channel: NotificationChannel) -> None:
+        """Send one test notification now and tell what the receiver answered."""
+        if not channel.enabled:
             self.message_user(
-                request, test_result(channel, attempt), messages.SUCCESS if ok else messages.ERROR
+                request, f"{channel.name}: disabled, enable it first.", messages.ERROR
             )
+            return
+        row = services.write_test_notification(channel, str(request.user))
+        outbox.deliver(row.id)
+        attempt = row.delivery_attempts.order_by("-number").first()
+        if attempt is None:
+            self.message_user(request, f"{channel.name}: not sent.", messages.ERROR)
+            return
+        ok = attempt.outcome == AttemptOutcome.DELIVERED
+        level = messages.SUCCESS if ok else messages.ERROR
+        self.message_user(request, test_result(channel, attempt), level)
 
     def get_urls(self) -> list:
-        view = self.admin_site.admin_view(self.delivery_log_view)
-        name = "alerts_notificationchannel_deliveries"
-        return [path("<int:pk>/deliveries/", view, name=name), *super().get_urls()]
+        log = self.admin_site.admin_view(self.delivery_log_view)
+        test = self.admin_site.admin_view(self.send_test_view)
+        return [
+            path("<int:pk>/deliveries/", log, name="alerts_notificationchannel_deliveries"),
+            path("<int:pk>/send-test/", test, name="alerts_notificationchannel_send_test"),
+            *super().get_urls(),
+        ]
+
+    def send_test_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        """POST: send this channel a test notification, then show its delivery log."""
+        channel = get_object_or_404(NotificationChannel, pk=pk)
+        if request.method != "POST" or not self.has_change_permission(request, channel):
+            return HttpResponseNotAllowed(["POST"])
+        self.send_test(request, channel)
+        return redirect("admin:alerts_notificationchannel_deliveries", pk=pk)
 
     def delivery_log_view(self, request: HttpRequest, pk: int) -> HttpResponse:
         """The channel's last delivery attempts: outcome, status, latency, error, answer."""

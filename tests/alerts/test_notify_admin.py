@@ -70,3 +70,30 @@ def test_the_delivery_log_lists_attempts_with_status_latency_and_error(
         [key, "1", "failed, will retry", "503", str(latencies[1]), "HTTP 503: busy", "busy"],
     ]
     assert all(latency is not None and latency >= 0 for latency in latencies)
+
+
+def test_the_delivery_log_page_sends_a_test_to_its_channel(client: Client, staff_user: Any) -> None:
+    client.force_login(staff_user)
+    with start_receiver(Reply(200, body="thanks")) as receiver:
+        channel = make_channel("webhook", receiver.url)
+        other = make_channel("slack", receiver.url, name="slack-ops")
+        log_url = f"/admin/alerts/notificationchannel/{channel.id}/deliveries/"
+        assert f'action="/admin/alerts/notificationchannel/{channel.id}/send-test/"' in (
+            client.get(log_url).content.decode()
+        )
+        assert (
+            client.get(f"/admin/alerts/notificationchannel/{channel.id}/send-test/").status_code
+            == 405
+        )
+        response = client.post(
+            f"/admin/alerts/notificationchannel/{channel.id}/send-test/", follow=True
+        )
+    assert response.redirect_chain == [(log_url, 302)]
+    shown = [str(message) for message in response.context["messages"]]
+    assert shown == [
+        "webhook-ops: test notification delivered (HTTP 200); the receiver answered: thanks"
+    ]
+    (request,) = receiver.requests
+    assert request.json()["receiver"] == "webhook-ops"
+    assert DeliveryAttempt.objects.filter(channel=other).count() == 0
+    assert "thanks" in response.content.decode()
