@@ -4,6 +4,7 @@
 that trickles one byte per second keeps a sender forever. Here a timer shuts the
 socket down when the deadline passes, whatever the request is doing, and the
 blocked read fails at once. Redirects are never followed (http.client does not).
+``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY`` are honoured, as ``requests`` did.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import threading
 import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+from urllib.request import getproxies, proxy_bypass
 
 MAX_ANSWER_BYTES = 64 * 1024  # the receiver's answer is only logged
 
@@ -36,18 +38,35 @@ class Answer:
     text: str
 
 
-def _connection(url: str, deadline: float, ca_bundle: str) -> http.client.HTTPConnection:
+def proxy_for(url: str) -> str:
+    """The proxy ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY`` name for ``url`` ('' for none)."""
     parts = urlsplit(url)
+    if proxy_bypass(parts.hostname or ""):
+        return ""
+    return getproxies().get(parts.scheme, "")
+
+
+def _connection(url: str, deadline: float, ca_bundle: str) -> http.client.HTTPConnection:
+    parts, proxy = urlsplit(url), urlsplit(proxy_for(url))
+    host, port = parts.hostname or "", parts.port
     if parts.scheme == "https":
         context = ssl.create_default_context(cafile=ca_bundle or None)
-        return http.client.HTTPSConnection(
-            parts.hostname or "", parts.port, timeout=deadline, context=context
+        if not proxy.hostname:
+            return http.client.HTTPSConnection(host, port, timeout=deadline, context=context)
+        connection = http.client.HTTPSConnection(
+            proxy.hostname, proxy.port, timeout=deadline, context=context
         )
-    return http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=deadline)
+        connection.set_tunnel(host, port)  # CONNECT through the proxy, TLS to the host
+        return connection
+    if proxy.hostname:
+        return http.client.HTTPConnection(proxy.hostname, proxy.port, timeout=deadline)
+    return http.client.HTTPConnection(host, port, timeout=deadline)
 
 
 def _target(url: str) -> str:
     parts = urlsplit(url)
+    if parts.scheme == "http" and proxy_for(url):
+        return url  # a plain-HTTP proxy takes the absolute URL
     return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 

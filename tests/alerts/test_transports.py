@@ -257,3 +257,19 @@ def test_alertmanager_tls_is_verified_against_the_configured_ca_bundle(
         assert transport.notify(message(alert("gpu-001"))) == 200
     assert untrusted.value.message == "connection failed: SSLCertVerificationError"
     assert [r.path for r in receiver.requests] == ["/api/v2/alerts"]
+
+
+def test_plain_http_goes_through_http_proxy_unless_no_proxy_names_the_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with start_receiver() as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        monkeypatch.setenv("NO_PROXY", "")
+        code = transport_for(target("webhook", "http://hooks.example.invalid/h?x=1")).notify(
+            message(alert("gpu-001"))
+        )
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        transport_for(target("webhook", proxy.url + "/direct")).notify(message(alert("gpu-001")))
+    assert code == 200
+    assert [r.path for r in proxy.requests] == ["http://hooks.example.invalid/h?x=1", "/direct"]
+    assert proxy.requests[0].headers["Host"] == "hooks.example.invalid"
