@@ -12,11 +12,17 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.shortcuts import get_object_or_404, redirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
 from django.utils import timezone
+from django.utils.html import format_html
 
 from .models import AttemptOutcome, DeliveryAttempt, NotificationChannel, Outbox, OutboxStatus
 from .notify import outbox, services
+
+LOG_ROWS = 200  # attempts shown on a channel's delivery log page
 
 
 class ChannelForm(forms.ModelForm):
@@ -44,6 +50,7 @@ class ChannelForm(forms.ModelForm):
             "kind",
             "url",
             "secret",
+            "recipients",
             "min_severity",
             "matchers",
             "group_by",
@@ -75,7 +82,7 @@ class NotificationChannelAdmin(admin.ModelAdmin):
 
     form = ChannelForm
     list_display = ["name", "kind", "url_hint", "enabled", "min_severity", "secret_hint",
-                    "disabled_reason"]  # fmt: skip
+                    "disabled_reason", "delivery_log"]  # fmt: skip
     list_filter = ["kind", "enabled"]
     readonly_fields = [
         "url_hint",
@@ -90,27 +97,69 @@ class NotificationChannelAdmin(admin.ModelAdmin):
     @admin.action(description="Send a test notification")
     def send_test_notification(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         for channel in queryset:
-            if not channel.enabled:
-                self.message_user(
-                    request, f"{channel.name}: disabled, enable it first.", messages.ERROR
-                )
-                continue
-            row = services.write_test_notification(channel, str(request.user))
-            outbox.deliver(row.id)
-            attempt = row.delivery_attempts.order_by("-number").first()
-            if attempt is None:
-                self.message_user(request, f"{channel.name}: not sent.", messages.ERROR)
-                continue
-            text = f"{channel.name}: test notification {attempt.get_outcome_display().lower()}"
-            text += f" (HTTP {attempt.status_code})" if attempt.status_code else ""
-            text += f": {attempt.error}" if attempt.error else "."
-            ok = attempt.outcome == AttemptOutcome.DELIVERED
-            self.message_user(request, text, messages.SUCCESS if ok else messages.ERROR)
+            self.send_test(request, channel)
+
+    def send_test(self, request: HttpRequest, channel: NotificationChannel) -> None:
+        """Send one test notification now and tell what the receiver answered."""
+        if not channel.enabled:
+            self.message_user(
+                request, f"{channel.name}: disabled, enable it first.", messages.ERROR
+            )
+            return
+        row = services.write_test_notification(channel, str(request.user))
+        outbox.deliver(row.id)
+        attempt = row.delivery_attempts.order_by("-number").first()
+        if attempt is None:
+            self.message_user(request, f"{channel.name}: not sent.", messages.ERROR)
+            return
+        ok = attempt.outcome == AttemptOutcome.DELIVERED
+        level = messages.SUCCESS if ok else messages.ERROR
+        self.message_user(request, test_result(channel, attempt), level)
+
+    def get_urls(self) -> list:
+        log = self.admin_site.admin_view(self.delivery_log_view)
+        test = self.admin_site.admin_view(self.send_test_view)
+        return [
+            path("<int:pk>/deliveries/", log, name="alerts_notificationchannel_deliveries"),
+            path("<int:pk>/send-test/", test, name="alerts_notificationchannel_send_test"),
+            *super().get_urls(),
+        ]
+
+    def send_test_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        """POST: send this channel a test notification, then show its delivery log."""
+        channel = get_object_or_404(NotificationChannel, pk=pk)
+        if request.method != "POST" or not self.has_change_permission(request, channel):
+            return HttpResponseNotAllowed(["POST"])
+        self.send_test(request, channel)
+        return redirect("admin:alerts_notificationchannel_deliveries", pk=pk)
+
+    def delivery_log_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        """The channel's last delivery attempts: outcome, status, latency, error, answer."""
+        channel = get_object_or_404(NotificationChannel, pk=pk)
+        rows = DeliveryAttempt.objects.filter(channel=channel).select_related("outbox")
+        context = {**self.admin_site.each_context(request), "opts": self.model._meta,
+                   "channel": channel, "attempts": rows.order_by("-started_at", "-id")[:LOG_ROWS],
+                   "title": f"Delivery log: {channel.name}"}  # fmt: skip
+        return TemplateResponse(request, "admin/alerts/delivery_log.html", context)
+
+    @admin.display(description="Delivery log")
+    def delivery_log(self, obj: NotificationChannel) -> str:
+        url = reverse("admin:alerts_notificationchannel_deliveries", args=[obj.pk])
+        return format_html('<a href="{}">attempts</a>', url)
 
     @admin.action(description="Enable (clear the disabled reason)")
     def enable_channels(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         count = queryset.update(enabled=True, disabled_reason="", disabled_at=None)
         self.message_user(request, f"{count} channel(s) enabled.")
+
+
+def test_result(channel: NotificationChannel, attempt: DeliveryAttempt) -> str:
+    """What the admin says after a test notification: outcome, status, error, the answer."""
+    text = f"{channel.name}: test notification {attempt.get_outcome_display().lower()}"
+    text += f" (HTTP {attempt.status_code})" if attempt.status_code else ""
+    text += f": {attempt.error}" if attempt.error else ""
+    answer = attempt.response.strip()
+    return text + (f"; the receiver answered: {answer[:200]}" if answer else ".")
 
 
 class DeliveryAttemptInline(admin.TabularInline):

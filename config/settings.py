@@ -155,6 +155,37 @@ ALERTS_NOTIFY_ALERTMANAGER_RESEND_SECONDS = env.env_int(
     "ALERTS_NOTIFY_ALERTMANAGER_RESEND_SECONDS", 60, minimum=1
 )
 ALERTS_NOTIFY_RETENTION_DAYS = env.env_int("ALERTS_NOTIFY_RETENTION_DAYS", 30, minimum=1)
+# A delivery's whole request (connect + send + read) ends after HTTP_TIMEOUT_SECONDS; the
+# lease is renewed every third of ALERTS_NOTIFY_LEASE_SECONDS while a send is in flight.
+# Webhook receivers should refuse signatures older than this (docs/alerts.md "Channels").
+ALERTS_NOTIFY_SIGNATURE_TOLERANCE_SECONDS = env.env_int(
+    "ALERTS_NOTIFY_SIGNATURE_TOLERANCE_SECONDS", 300, minimum=1
+)
+# "Until resolved" silences are mirrored into Alertmanager this far ahead, and extended.
+ALERTS_NOTIFY_SILENCE_HORIZON_SECONDS = env.env_int(
+    "ALERTS_NOTIFY_SILENCE_HORIZON_SECONDS", 900, minimum=60
+)
+# Alertmanager channels: auth and TLS like the Prometheus backend's (every Alertmanager channel).
+ALERTMANAGER_BEARER_TOKEN = env.env_str("ALERTMANAGER_BEARER_TOKEN", "")
+ALERTMANAGER_BASIC_AUTH = env.env_str("ALERTMANAGER_BASIC_AUTH", "")
+if ALERTMANAGER_BASIC_AUTH and ":" not in ALERTMANAGER_BASIC_AUTH:
+    env.ERRORS.append("ALERTMANAGER_BASIC_AUTH: expected user:password")
+    ALERTMANAGER_BASIC_AUTH = ""
+ALERTMANAGER_HEADERS = env.env_mapping("ALERTMANAGER_HEADERS", {})
+ALERTMANAGER_CA_BUNDLE = env.env_str("ALERTMANAGER_CA_BUNDLE", "")
+if ALERTMANAGER_CA_BUNDLE and not Path(ALERTMANAGER_CA_BUNDLE).is_file():
+    env.ERRORS.append(f"ALERTMANAGER_CA_BUNDLE={ALERTMANAGER_CA_BUNDLE!r}: no such file")
+    ALERTMANAGER_CA_BUNDLE = ""
+# Email channels: Django's SMTP backend, configured from the environment.
+EMAIL_BACKEND = env.env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env.env_str("EMAIL_HOST", "127.0.0.1")
+EMAIL_PORT = env.env_int("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env.env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env.env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env.env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env.env_bool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = env.env_float("EMAIL_TIMEOUT", 10.0, minimum=0.1)
+DEFAULT_FROM_EMAIL = env.env_str("DEFAULT_FROM_EMAIL", "clusterwatch@localhost")
 
 # --- alerts (see .env.example) ---------------------------------------------
 # A sample stays "current" this long; a longer gap ends a condition's streak.

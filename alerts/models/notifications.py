@@ -6,6 +6,7 @@ from datetime import timedelta
 from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 from django.db import models
 
 from core.validation import text_problem
@@ -13,7 +14,7 @@ from core.validation import text_problem
 from ..matchers import MAX_MATCHERS, MAX_NAME_CHARS, MAX_VALUE_CHARS, MatcherError, compile_regex
 from ..notify.grouping import MATCH_OPS, Matcher, Route, Timing
 from ..transports.base import ChannelTarget
-from .core import Severity
+from .core import Severity, Silence
 
 __all__ = [
     "AttemptOutcome",
@@ -23,6 +24,7 @@ __all__ = [
     "NotificationGroup",
     "Outbox",
     "OutboxStatus",
+    "SilenceMirror",
 ]
 
 
@@ -30,6 +32,21 @@ class ChannelKind(models.TextChoices):
     SLACK = "slack", "Slack incoming webhook"
     WEBHOOK = "webhook", "Webhook (Alertmanager v4 JSON, signed)"
     ALERTMANAGER = "alertmanager", "Alertmanager (POST /api/v2/alerts)"
+    PAGERDUTY = "pagerduty", "PagerDuty Events API v2"
+    EMAIL = "email", "Email (SMTP settings from the environment)"
+
+
+EMAIL_RECIPIENTS_HELP = "Email only: addresses separated by commas."
+
+
+def _validate_recipients(value: str) -> None:
+    for address in recipient_list(value):
+        validate_email(address)
+
+
+def recipient_list(value: str) -> tuple[str, ...]:
+    """The addresses of a comma-separated recipients field."""
+    return tuple(a.strip() for a in value.split(",") if a.strip())
 
 
 def _validate_matchers(value: object) -> None:
@@ -91,12 +108,22 @@ class NotificationChannel(models.Model):
     kind = models.CharField(max_length=20, choices=ChannelKind)
     url = models.URLField(
         max_length=2000,
-        help_text="Slack incoming-webhook URL, webhook URL, or Alertmanager base URL.",
+        blank=True,
+        help_text=(
+            "Slack incoming-webhook URL, webhook URL, Alertmanager base URL, or PagerDuty "
+            "events URL (https://events.pagerduty.com/v2/enqueue). Not used by email."
+        ),
     )
     secret = models.CharField(
         max_length=200,
         blank=True,
-        help_text="Webhook only: key of the X-ClusterWatch-Signature HMAC-SHA256 header.",
+        help_text="Webhook: the signing key. PagerDuty: the integration's routing key.",
+    )
+    recipients = models.CharField(
+        max_length=2000,
+        blank=True,
+        validators=[_validate_recipients],
+        help_text=EMAIL_RECIPIENTS_HELP,
     )
     min_severity = models.CharField(max_length=16, choices=Severity, default=Severity.WARNING)
     matchers = models.JSONField(
@@ -133,6 +160,13 @@ class NotificationChannel(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.kind})"
 
+    def clean(self) -> None:
+        """An email channel needs recipients, every other kind a URL."""
+        if self.kind == ChannelKind.EMAIL and not recipient_list(self.recipients):
+            raise ValidationError({"recipients": "An email channel needs at least one address."})
+        if self.kind != ChannelKind.EMAIL and not self.url:
+            raise ValidationError({"url": "This kind of channel needs a URL."})
+
     def route(self) -> Route:
         """The channel's routing and grouping, for the pure grouping code."""
         return Route(
@@ -147,7 +181,13 @@ class NotificationChannel(models.Model):
 
     def target(self) -> ChannelTarget:
         """What a transport needs to deliver to this channel."""
-        return ChannelTarget(name=self.name, kind=self.kind, url=self.url, secret=self.secret)
+        return ChannelTarget(
+            name=self.name,
+            kind=self.kind,
+            url=self.url,
+            secret=self.secret,
+            recipients=recipient_list(self.recipients),
+        )
 
     @property
     def url_hint(self) -> str:
@@ -245,6 +285,7 @@ class DeliveryAttempt(models.Model):
     )
     status_code = models.PositiveIntegerField(null=True, blank=True)
     error = models.TextField(blank=True)
+    response = models.TextField(blank=True, help_text="The start of the receiver's answer.")
 
     class Meta:
         ordering = ["-started_at"]
@@ -256,3 +297,36 @@ class DeliveryAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.number} of {self.outbox_id}: {self.outcome}"
+
+    @property
+    def latency_ms(self) -> int | None:
+        """How long the attempt took, in milliseconds (None while in progress)."""
+        if self.finished_at is None:
+            return None
+        return round((self.finished_at - self.started_at).total_seconds() * 1000)
+
+
+class SilenceMirror(models.Model):
+    """A ClusterWatch silence as mirrored into one Alertmanager channel (its silence id there)."""
+
+    channel = models.ForeignKey(
+        NotificationChannel, on_delete=models.CASCADE, related_name="silence_mirrors"
+    )
+    silence = models.ForeignKey(Silence, null=True, blank=True, on_delete=models.SET_NULL)
+    silence_ref = models.BigIntegerField(help_text="The ClusterWatch silence id, kept after purge.")
+    alertmanager_id = models.CharField(max_length=64, blank=True)
+    sent = models.JSONField(default=dict, help_text="What Alertmanager was last told (no endsAt).")
+    ends_at = models.DateTimeField(null=True, blank=True, help_text="The endsAt Alertmanager has.")
+    synced_at = models.DateTimeField(null=True, blank=True)
+    expired_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["channel", "silence_ref"], name="notify_silence_mirror_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"silence {self.silence_ref} in {self.channel.name}: {self.alertmanager_id or '-'}"

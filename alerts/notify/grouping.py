@@ -17,7 +17,11 @@ firing alert that was notified and is then muted stays recorded as ``muted``:
 receivers still hold it as firing, so when it resolves (muted or not) its
 resolution is sent; when the silence ends while it still fires it counts as new
 and is sent. An alert muted before it was ever notified is never notified,
-neither firing nor resolved.
+neither firing nor resolved. (Alertmanager channels differ: they are sent every
+firing alert, muted or not; see ``forwarding``.)
+
+Group keys are Alertmanager's: ``{}:{alertname="x", node="y"}``, values quoted
+like Go's ``%q`` (what Alertmanager 0.25 sends as ``groupKey``).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ __all__ = ["MATCH_OPS", "Matcher"]  # re-exported: channels route with the silen
 
 SEVERITY_RANK = {"info": 1, "warning": 2, "critical": 3}
 ALL_LABELS = "..."  # group_by = ["..."]: every label, i.e. one group per alert
+ROOT_ROUTE_KEY = "{}"  # Alertmanager's key of a route without matchers
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,7 @@ class AlertView:
     ends_at: datetime | None
     generator_url: str
     muted: bool = False
+    inhibited_by: str = ""  # the inhibiting alert's alertname, when inhibited
 
 
 @dataclass(frozen=True)
@@ -109,10 +115,44 @@ def group_labels(alert: AlertView, group_by: Sequence[str]) -> dict[str, str]:
     return {name: alert.labels[name] for name in names if alert.labels.get(name)}
 
 
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r"}
+_GO_ESCAPES |= {"\t": "\\t", "\v": "\\v", "\\": "\\\\", '"': '\\"'}
+
+
+def quote_label_value(value: str) -> str:
+    """``value`` double-quoted as Go's ``%q`` does (Alertmanager prints label sets with it).
+
+    Backslash, double quote and the C control escapes are escaped, other
+    non-printable characters become ``\\xNN`` / ``\\uNNNN``; printable
+    unicode stays as it is. (Checked against Alertmanager 0.25's groupKey.)
+    """
+    out = []
+    for char in value:
+        if char in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[char])
+        elif char.isprintable():
+            out.append(char)
+        elif ord(char) < 0x80:
+            out.append(f"\\x{ord(char):02x}")
+        else:
+            out.append(f"\\u{ord(char):04x}" if ord(char) <= 0xFFFF else f"\\U{ord(char):08x}")
+    return '"' + "".join(out) + '"'
+
+
+def label_set_text(labels: Mapping[str, str]) -> str:
+    """A label set as Prometheus prints one: ``{a="x", b="y"}``, names sorted."""
+    pairs = ", ".join(
+        f"{name}={quote_label_value(value)}" for name, value in sorted(labels.items())
+    )
+    return "{" + pairs + "}"
+
+
 def group_key(labels: Mapping[str, str]) -> str:
-    """A stable text key for a group, Alertmanager style: ``{a="x",b="y"}``."""
-    pairs = ",".join(f"{name}={value!r}" for name, value in sorted(labels.items()))
-    return "{" + pairs.replace("'", '"') + "}"
+    """A group's key in Alertmanager's format: the (root) route's key ``{}``, ``:``, the labels.
+
+    Distinct label sets always give distinct keys (values are escaped, never swapped).
+    """
+    return ROOT_ROUTE_KEY + ":" + label_set_text(labels)
 
 
 def group_alerts(alerts: Iterable[AlertView], route: Route) -> dict[str, list[AlertView]]:

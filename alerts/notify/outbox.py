@@ -5,24 +5,32 @@ an expired lease) that sets a fresh lease token. Only the holder of the
 current token can finish the row, and a finished row (delivered or failed) is
 never claimed again, so a delivered notification is never re-sent. A worker
 that dies mid-send leaves its lease to expire: the row is then claimed once
-more, and its unfinished attempt is logged as abandoned. The lease is kept
-well above the HTTP timeout so a live sender never loses its row.
+more, and its unfinished attempt is logged as abandoned. A live sender never
+loses its row: the request has a deadline (``HTTP_TIMEOUT_SECONDS``, the whole
+request) and the lease is renewed every third of its length while the send is
+in flight. Every attempt of one row carries the same delivery id
+(``delivery_id()``), which receivers can de-duplicate on.
 """
 
 from __future__ import annotations
 
 import logging
 import random
+import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import F, Q
 from django.utils import timezone
 
 from ..models import AttemptOutcome, DeliveryAttempt, NotificationChannel, Outbox, OutboxStatus
 from ..transports import TransportError, transport_for
+from ..transports.base import GONE_HINT
 from . import metrics
 
 log = logging.getLogger(__name__)
@@ -46,9 +54,44 @@ class Result:
     retry_in: float | None = None
 
 
+DELIVERY_NAMESPACE = uuid.UUID("6f0c52a4-3a43-4d0c-9a53-6b4f8a1f3c2e")
+
+
 def lease_seconds() -> float:
-    """How long a claim lasts: the setting, and never less than three HTTP timeouts."""
-    return max(settings.ALERTS_NOTIFY_LEASE_SECONDS, 3 * settings.HTTP_TIMEOUT_SECONDS)
+    """How long a claim lasts without renewal (``ALERTS_NOTIFY_LEASE_SECONDS``)."""
+    return float(settings.ALERTS_NOTIFY_LEASE_SECONDS)
+
+
+def delivery_id(row: Outbox) -> str:
+    """The row's delivery id: the same on every attempt, different for every notification."""
+    return str(uuid.uuid5(DELIVERY_NAMESPACE, f"{settings.EXTERNAL_URL}|{row.key}"))
+
+
+def _renew(outbox_id: int, token: uuid.UUID) -> bool:
+    expires = timezone.now() + timedelta(seconds=lease_seconds())
+    held = Outbox.objects.filter(id=outbox_id, lease_token=token, status=OutboxStatus.SENDING)
+    return bool(held.update(lease_expires_at=expires))
+
+
+@contextmanager
+def lease_kept(held: Claim) -> Iterator[None]:
+    """Renew ``held``'s lease every third of its length until the block ends."""
+    stop = threading.Event()
+
+    def keep() -> None:
+        try:
+            while not stop.wait(lease_seconds() / 3) and _renew(held.row.id, held.token):
+                pass
+        finally:
+            connection.close()  # this thread's own database connection
+
+    thread = threading.Thread(target=keep, name=f"lease-{held.row.id}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _claimable(now: datetime) -> Q:
@@ -105,19 +148,29 @@ def deliver(outbox_id: int) -> Result:
     if not channel.enabled:
         _finish(held, OutboxStatus.FAILED, AttemptOutcome.REJECTED, error="channel disabled")
         return Result(outbox_id, AttemptOutcome.REJECTED)
+    transport = transport_for(channel.target())
     try:
-        code = transport_for(channel.target()).notify(held.row.payload)
+        with lease_kept(held):
+            code = transport.notify(held.row.payload, delivery_id(held.row))
     except TransportError as exc:
-        return _failed(held, channel, exc)
-    _finish(held, OutboxStatus.DELIVERED, AttemptOutcome.DELIVERED, status_code=code)
+        return _failed(held, channel, exc, transport.last_answer)
+    _finish(
+        held,
+        OutboxStatus.DELIVERED,
+        AttemptOutcome.DELIVERED,
+        status_code=code,
+        response=transport.last_answer,
+    )
     return Result(outbox_id, AttemptOutcome.DELIVERED)
 
 
-def _failed(held: Claim, channel: NotificationChannel, exc: TransportError) -> Result:
+def _failed(
+    held: Claim, channel: NotificationChannel, exc: TransportError, response: str = ""
+) -> Result:
     metrics.count_failure(channel.kind, exc.status_code)
     log.warning("notification %s to %s failed: %s", held.row.key, channel.name, exc.message)
     if exc.permanent:
-        disable_channel(channel, exc.message)
+        disable_channel(channel, exc.message, exc.disable_hint)
         outcome = AttemptOutcome.CHANNEL_GONE
     elif exc.rejected:
         outcome = AttemptOutcome.REJECTED
@@ -125,9 +178,9 @@ def _failed(held: Claim, channel: NotificationChannel, exc: TransportError) -> R
         outcome = AttemptOutcome.GAVE_UP
     else:
         delay = _retry_delay(held.row.attempts, exc.retry_after)
-        _finish(held, OutboxStatus.PENDING, AttemptOutcome.RETRY, exc, delay)
+        _finish(held, OutboxStatus.PENDING, AttemptOutcome.RETRY, exc, delay, response=response)
         return Result(held.row.id, AttemptOutcome.RETRY, delay)
-    _finish(held, OutboxStatus.FAILED, outcome, exc)
+    _finish(held, OutboxStatus.FAILED, outcome, exc, response=response)
     return Result(held.row.id, outcome)
 
 
@@ -148,6 +201,7 @@ def _finish(
     *,
     status_code: int | None = None,
     error: str = "",
+    response: str = "",
 ) -> None:
     now = timezone.now()
     error = exc.message if exc else error
@@ -157,6 +211,7 @@ def _finish(
         finished_at=now,
         status_code=exc.status_code if exc else status_code,
         error=error,
+        response=response,
     )
     done = status in (OutboxStatus.DELIVERED, OutboxStatus.FAILED)
     kept = Outbox.objects.filter(id=held.row.id, lease_token=held.token).update(
@@ -171,10 +226,10 @@ def _finish(
         log.error("notification %s: lease lost before the send finished", held.row.key)
 
 
-def disable_channel(channel: NotificationChannel, reason: str) -> None:
-    """Turn a channel off for good (its destination is gone), saying why, and drop its queue."""
+def disable_channel(channel: NotificationChannel, reason: str, hint: str = GONE_HINT) -> None:
+    """Turn a channel off for good (its destination is gone or moved), saying why, and drop its queue."""
     now = timezone.now()
-    text = f"{reason} (at {now:%Y-%m-%d %H:%M:%S} UTC): the destination is gone; fix the URL and re-enable."
+    text = f"{reason} (at {now:%Y-%m-%d %H:%M:%S} UTC): {hint}"
     NotificationChannel.objects.filter(id=channel.id).update(
         enabled=False, disabled_reason=text, disabled_at=now
     )

@@ -28,7 +28,17 @@ from ..models import (
     NotificationGroup,
     Outbox,
 )
-from .grouping import AlertView, Decision, GroupState, Timing, decide, group_alerts, group_labels
+from . import silence_mirror
+from .forwarding import decide_forwarding
+from .grouping import (
+    AlertView,
+    Decision,
+    GroupState,
+    decide,
+    group_alerts,
+    group_key,
+    group_labels,
+)
 from .messages import ALERT_PATH, NODE_PATH, RUN_PATH, build_message, page_url
 
 
@@ -73,22 +83,26 @@ def alert_view(alert: Alert, external_url: str) -> AlertView:
         ends_at=alert.resolved_at,
         generator_url=page_url(external_url, ALERT_PATH, id=alert.id),
         muted=alert.silenced or alert.inhibited,
+        inhibited_by=_inhibitor(alert),
     )
 
 
-def timing(channel: NotificationChannel) -> Timing:
-    """The channel's intervals; Alertmanager channels re-send firing alerts often enough
-    that Alertmanager does not resolve them on its own (its resolve_timeout is 5 min)."""
-    base = channel.timing()
-    if channel.kind != ChannelKind.ALERTMANAGER:
-        return base
-    resend = timedelta(seconds=settings.ALERTS_NOTIFY_ALERTMANAGER_RESEND_SECONDS)
-    return Timing(base.group_wait, base.group_interval, min(base.repeat_interval, resend))
+def _inhibitor(alert: Alert) -> str:
+    if not alert.inhibited:
+        return ""
+    source = alert.inhibited_by
+    return source.rule if source is not None else "unknown"
+
+
+def forwards(channel: NotificationChannel) -> bool:
+    """Whether the channel is an Alertmanager, sent every firing alert (``forwarding``)."""
+    return channel.kind == ChannelKind.ALERTMANAGER
 
 
 def flush(now: datetime | None = None) -> list[int]:
     """Flush every enabled channel; return the ids of the outbox rows written."""
     now = now or timezone.now()
+    silence_mirror.sync(timezone.now())  # Alertmanager learns our silences (wall time) first
     ids: list[int] = []
     for channel_id in NotificationChannel.objects.filter(enabled=True).values_list("id", flat=True):
         ids += flush_channel(channel_id, now)
@@ -99,7 +113,7 @@ def _candidate_alerts(groups: Iterable[NotificationGroup], external_url: str) ->
     owed = {int(alert_id) for group in groups for alert_id in group.notified}
     rows = Alert.objects.filter(
         Q(state=AlertState.FIRING) | Q(id__in=owed, state=AlertState.RESOLVED)
-    )
+    ).select_related("inhibited_by")
     return [alert_view(alert, external_url) for alert in rows]
 
 
@@ -119,7 +133,7 @@ def flush_channel(channel_id: int, now: datetime) -> list[int]:
     members_by_key = group_alerts(_candidate_alerts(groups.values(), external_url), channel.route())
     for key, members in members_by_key.items():
         group = groups.pop(_hash(key), None)
-        if group is None and not any(a.status == "firing" and not a.muted for a in members):
+        if group is None and not any(_starts_group(channel, a) for a in members):
             continue
         group = group or NotificationGroup.objects.create(
             channel=channel,
@@ -134,11 +148,24 @@ def flush_channel(channel_id: int, now: datetime) -> list[int]:
     return written
 
 
+def _starts_group(channel: NotificationChannel, alert: AlertView) -> bool:
+    return alert.status == "firing" and (forwards(channel) or not alert.muted)
+
+
+def _decide(
+    channel: NotificationChannel, state: GroupState, members: list[AlertView], now: datetime
+) -> Decision:
+    if forwards(channel):
+        resend = timedelta(seconds=settings.ALERTS_NOTIFY_ALERTMANAGER_RESEND_SECONDS)
+        return decide_forwarding(state, members, resend, now)
+    return decide(state, members, channel.timing(), now, channel.send_resolved)
+
+
 def _apply(
     channel: NotificationChannel, group: NotificationGroup, members: list[AlertView], now: datetime
 ) -> list[int]:
     state = GroupState(group.first_seen_at, group.last_sent_at, dict(group.notified))
-    decision = decide(state, members, timing(channel), now, channel.send_resolved)
+    decision = _decide(channel, state, members, now)
     written = [_write_outbox(channel, group, decision, now)] if decision.send else []
     if decision.finished:
         group.delete()
@@ -153,9 +180,9 @@ def _write_outbox(
 ) -> int:
     group.sequence += 1
     group.last_sent_at = now
-    max_alerts = (
-        None if channel.kind == ChannelKind.ALERTMANAGER else settings.ALERTS_NOTIFY_MAX_ALERTS
-    )
+    # Alertmanager takes every alert; Slack cuts when rendering and counts them all.
+    uncut = forwards(channel) or channel.kind == ChannelKind.SLACK
+    max_alerts = None if uncut else settings.ALERTS_NOTIFY_MAX_ALERTS
     message = build_message(
         channel.name, group.key, group.labels, decision.send, settings.EXTERNAL_URL, max_alerts
     )
@@ -192,7 +219,7 @@ def write_test_notification(channel: NotificationChannel, requested_by: str) -> 
     labels = {"alertname": "clusterwatch_test"}
     message = build_message(
         channel.name,
-        '{alertname="clusterwatch_test"}',
+        group_key(labels),
         labels,
         [test_alert],
         settings.EXTERNAL_URL,

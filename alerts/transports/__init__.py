@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from .alertmanager import AlertmanagerTransport
 from .base import ChannelTarget, HttpTransport, Transport, TransportError
+from .email import EmailTransport
+from .pagerduty import PagerDutyTransport
 from .slack import SlackTransport
 from .webhook import WebhookTransport
 
@@ -11,6 +13,8 @@ TRANSPORTS: dict[str, type[Transport]] = {
     "slack": SlackTransport,
     "webhook": WebhookTransport,
     "alertmanager": AlertmanagerTransport,
+    "pagerduty": PagerDutyTransport,
+    "email": EmailTransport,
 }
 
 

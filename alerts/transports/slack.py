@@ -1,15 +1,27 @@
-"""Slack incoming webhook: one Block Kit message per alert group."""
+"""Slack incoming webhook: one Block Kit message per alert group.
+
+Every text is clipped to Block Kit's limits (https://api.slack.com/reference/block-kit/blocks:
+section text 3,000, header 150, context 10 elements, 50 blocks; message text 40,000)
+on a boundary that never splits an ``&amp;`` entity or a ``<url|text>`` link, so
+Slack never refuses a message for its size (a 400 is not retried: it would be lost).
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .base import HttpTransport
 from .payloads import AlertPayload, SlackMessage, WebhookMessage
 
 MAX_ALERT_BLOCKS = 10  # alerts detailed one by one; the rest are counted
-MAX_SECTION_CHARS = 2900  # Slack refuses section text over 3,000 characters
+MAX_SECTION_CHARS = 3000  # Slack refuses section text over 3,000 characters
 MAX_HEADER_CHARS = 150
+MAX_CONTEXT_CHARS = 3000  # a context element's text object
+MAX_MESSAGE_TEXT = 40_000
+ELLIPSIS = "…"
+# What clip() never cuts in half: an entity escape() writes, or a mrkdwn <link|text>.
+UNBREAKABLE = re.compile(r"&(?:amp|lt|gt);|<[^<>]*>")
 SEVERITY_RANK = {"critical": 3, "error": 3, "warning": 2, "info": 1}
 ICONS = {"firing": ":red_circle:", "resolved": ":large_green_circle:"}
 # Labels shown elsewhere in the message, not repeated in each alert's scope.
@@ -28,9 +40,21 @@ def link(url: str, text: str) -> str:
     return f"<{escape(url).replace('|', '%7C')}|{escape(text)}>"
 
 
-def clip(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, with an ellipsis when cut."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def clip(text: str, limit: int, mrkdwn: bool = True) -> str:
+    """``text`` cut to ``limit`` characters with an ellipsis, never inside an entity or link.
+
+    ``mrkdwn=False``: plain text (a header), where nothing is an entity or a link.
+    """
+    if len(text) <= limit:
+        return text
+    cut = limit - len(ELLIPSIS)
+    for token in UNBREAKABLE.finditer(text if mrkdwn else ""):
+        if token.start() >= cut:
+            break
+        if token.end() > cut:
+            cut = token.start()
+            break
+    return text[:cut] + ELLIPSIS
 
 
 def scope(labels: dict[str, str], skip: set[str]) -> str:
@@ -79,20 +103,32 @@ def alert_line(alert: AlertPayload, group_labels: dict[str, str]) -> str:
 
 
 def section(text: str) -> dict[str, Any]:
-    """A mrkdwn section block."""
-    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+    """A mrkdwn section block, clipped to Slack's limit."""
+    return {"type": "section", "text": {"type": "mrkdwn", "text": clip(text, MAX_SECTION_CHARS)}}
+
+
+def firing_count(message: WebhookMessage) -> int:
+    """Firing alerts: those listed, plus cut ones when every listed alert fires.
+
+    Firing alerts come first (``build_message``), so once a listed alert is
+    resolved, every cut alert is resolved too. Slack channels' messages are
+    stored uncut (the rendering cuts), so there the count is exact.
+    """
+    alerts = message["alerts"]
+    firing = sum(1 for a in alerts if a["status"] == "firing")
+    return firing + (message["truncatedAlerts"] if firing == len(alerts) else 0)
 
 
 def title(message: WebhookMessage) -> str:
     """``[FIRING:3] rule leaf_switch=leaf-07 (critical)`` — the headline and fallback text."""
-    firing = sum(1 for a in message["alerts"] if a["status"] == "firing")
     rule = message["commonLabels"].get("alertname", "") or message["groupLabels"].get(
         "alertname", ""
     )
-    count = firing if message["status"] == "firing" else len(message["alerts"])
+    total = len(message["alerts"]) + message["truncatedAlerts"]
+    count = firing_count(message) if message["status"] == "firing" else total
     where = scope(message["groupLabels"], {"alertname"})
     level = severity(message)
-    text = f"[{message['status'].upper()}:{count + message['truncatedAlerts']}] {rule} {where}"
+    text = f"[{message['status'].upper()}:{count}] {rule} {where}"
     return text.strip() + (f" ({level})" if level else "")
 
 
@@ -108,7 +144,7 @@ def render(message: WebhookMessage) -> SlackMessage:
     blocks: list[dict[str, Any]] = [
         {
             "type": "header",
-            "text": {"type": "plain_text", "text": clip(headline, MAX_HEADER_CHARS)},
+            "text": {"type": "plain_text", "text": clip(headline, MAX_HEADER_CHARS, mrkdwn=False)},
         },
         section("   ".join(summary)),
     ]
@@ -120,12 +156,13 @@ def render(message: WebhookMessage) -> SlackMessage:
     footer = [link(message["externalURL"], "ClusterWatch")]
     if hidden > 0:
         footer.insert(0, f"… and {hidden} more alerts not shown")
-    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": " · ".join(footer)}]})
-    return SlackMessage(text=escape(headline), blocks=blocks)
+    footer_text = clip(" · ".join(footer), MAX_CONTEXT_CHARS)
+    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": footer_text}]})
+    return SlackMessage(text=clip(escape(headline), MAX_MESSAGE_TEXT), blocks=blocks)
 
 
 class SlackTransport(HttpTransport):
     """POSTs the Block Kit message to the incoming-webhook URL."""
 
-    def notify(self, message: WebhookMessage) -> int:
+    def notify(self, message: WebhookMessage, delivery_id: str = "") -> int:
         return self.post_json(self.target.url, render(message))

@@ -20,9 +20,10 @@ from tests.alerts.notify_helpers import (
     rfc3339,
     send_all,
 )
+from tests.alerts.validators import validated_payloads  # noqa: F401 - the fixture
 from tests.support.receivers import start_receiver
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("validated_payloads")]
 
 
 @pytest.fixture(autouse=True)
@@ -42,7 +43,7 @@ def test_webhook_payload_field_by_field_with_a_verified_signature() -> None:
     expected = "sha256=" + hmac.new(SECRET.encode(), request.body, hashlib.sha256).hexdigest()
     assert request.headers["X-ClusterWatch-Signature"] == expected
     body = request.json()
-    key = '{alertname="ib_port_errors",leaf_switch="leaf-07"}'
+    key = '{}:{alertname="ib_port_errors", leaf_switch="leaf-07"}'
     assert body["receiver"] == channel.name == "webhook-ops"
     assert body["status"] == "firing"
     assert body["version"] == "4"

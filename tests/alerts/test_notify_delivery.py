@@ -19,6 +19,7 @@ from tests.alerts.notify_helpers import (
     resolve,
     send_all,
 )
+from tests.alerts.validators import validated_payloads  # noqa: F401 - the fixture
 from tests.support.receivers import (
     GONE,
     OK,
@@ -29,7 +30,7 @@ from tests.support.receivers import (
     start_receiver,
 )
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("validated_payloads")]
 
 
 @pytest.fixture(autouse=True)
@@ -89,7 +90,7 @@ def test_a_timeout_is_retried(settings: pytest.FixtureRequest) -> None:
         send_all()
     assert len(receiver.requests) == 2
     assert attempts() == [
-        (1, AttemptOutcome.RETRY, None, "timed out after 0.3 s"),
+        (1, AttemptOutcome.RETRY, None, "timed out after 0.3 s (whole request)"),
         (2, AttemptOutcome.DELIVERED, 200, ""),
     ]
 
@@ -160,7 +161,9 @@ def test_send_test_notification_from_the_admin(client: Client, staff_user: objec
             follow=True,
         )
     shown = [str(message) for message in response.context["messages"]]
-    assert shown == ["webhook-ops: test notification delivered (HTTP 200)."]
+    assert shown == [
+        "webhook-ops: test notification delivered (HTTP 200); the receiver answered: ok"
+    ]
     (request,) = receiver.requests
     body = request.json()
     assert body["alerts"][0]["labels"]["alertname"] == "clusterwatch_test"

@@ -40,11 +40,11 @@ def test_default_grouping_is_by_leaf_switch_when_named_else_by_node() -> None:
     alerts += [view(100, "gpu-100"), view(101, "gpu-101")]
     groups = group_alerts(alerts, Route(min_severity="info"))
     assert sorted(groups) == [
-        '{alertname="ib_port_errors",leaf_switch="leaf-07"}',
-        '{alertname="ib_port_errors",node="gpu-100"}',
-        '{alertname="ib_port_errors",node="gpu-101"}',
+        '{}:{alertname="ib_port_errors", leaf_switch="leaf-07"}',
+        '{}:{alertname="ib_port_errors", node="gpu-100"}',
+        '{}:{alertname="ib_port_errors", node="gpu-101"}',
     ]
-    assert len(groups['{alertname="ib_port_errors",leaf_switch="leaf-07"}']) == 32
+    assert len(groups['{}:{alertname="ib_port_errors", leaf_switch="leaf-07"}']) == 32
 
 
 def test_routes_filter_by_severity_and_label_matchers() -> None:

@@ -10,8 +10,11 @@ import pytest
 from alerts.models import Outbox
 from alerts.notify import tasks
 from tests.alerts.notify_helpers import make_alert, make_channel
+from tests.alerts.validators import validated_payloads  # noqa: F401 - the fixture
 from tests.support.processes import CeleryWorker, wait_until
 from tests.support.receivers import start_receiver
+
+pytestmark = pytest.mark.usefixtures("validated_payloads")
 
 
 @pytest.mark.django_db(transaction=True)

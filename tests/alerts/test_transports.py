@@ -5,7 +5,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +15,18 @@ from alerts.transports import ChannelTarget, TransportError, transport_for
 from alerts.transports.base import parse_retry_after
 from alerts.transports.payloads import ZERO_TIME, AlertPayload, WebhookMessage
 from alerts.transports.slack import render
-from tests.support.receivers import GONE, SERVER_ERROR, Reply, rate_limited, slow, start_receiver
+from tests.alerts.validators import validated_payloads  # noqa: F401 - the fixture
+from tests.support.receivers import (
+    GONE,
+    SERVER_ERROR,
+    Reply,
+    rate_limited,
+    self_signed_certificate,
+    slow,
+    start_receiver,
+)
+
+pytestmark = pytest.mark.usefixtures("validated_payloads")
 
 
 def alert(node: str, status: str = "firing", **labels: str) -> AlertPayload:
@@ -169,7 +182,7 @@ def test_a_slow_receiver_times_out(settings: pytest.FixtureRequest) -> None:
     with start_receiver(slow(1.5)) as receiver:
         with pytest.raises(TransportError) as caught:
             transport_for(target("webhook", receiver.url)).notify(message(alert("gpu-001")))
-    assert caught.value.message == "timed out after 0.3 s"
+    assert caught.value.message == "timed out after 0.3 s (whole request)"
     assert not caught.value.rejected
 
 
@@ -178,7 +191,7 @@ def test_a_closed_port_is_a_retryable_connection_error() -> None:
         url = receiver.url
     with pytest.raises(TransportError) as caught:
         transport_for(target("webhook", url)).notify(message(alert("gpu-001")))
-    assert caught.value.message == "connection failed: ConnectionError"
+    assert caught.value.message == "connection failed: ConnectionRefusedError"
     assert not caught.value.rejected
 
 
@@ -188,3 +201,75 @@ def test_retry_after_accepts_seconds_and_http_dates() -> None:
     assert parse_retry_after("Fri, 01 May 2026 10:00:30 GMT", now) == 30.0
     assert parse_retry_after("soon", now) is None
     assert parse_retry_after(None, now) is None
+
+
+def test_the_documented_verification_snippet_accepts_our_signature_and_refuses_replays() -> None:
+    from pathlib import Path
+
+    from alerts.transports.webhook import sign, verify
+
+    docs = Path(__file__).resolve().parents[2] / "docs" / "alerts.md"
+    text = docs.read_text()
+    start = text.index("```python", text.index("### Webhook")) + len("```python")
+    namespace: dict[str, object] = {}
+    exec(text[start : text.index("```", start)], namespace)  # noqa: S102 - our own docs
+    verify_docs = namespace["verify_clusterwatch"]
+    body, now = b'{"version":"4"}', int(time.time())
+    header = sign(body, "s3cret", now)
+    assert verify_docs(header, body, "s3cret") is True  # type: ignore[operator]
+    assert verify_docs(header, body + b" ", "s3cret") is False  # type: ignore[operator]
+    assert verify_docs(header, body, "other") is False  # type: ignore[operator]
+    old = sign(body, "s3cret", now - 301)
+    assert verify_docs(old, body, "s3cret") is False  # type: ignore[operator]
+    assert (verify(header, body, "s3cret"), verify(old, body, "s3cret")) == (True, False)
+    assert verify(sign(body, "s3cret", now - 299), body, "s3cret") is True
+
+
+@pytest.mark.parametrize(
+    ("token", "basic", "authorization"),
+    [("t0ken", "", "Bearer t0ken"), ("", "am:pa:ss", "Basic YW06cGE6c3M=")],
+)
+def test_alertmanager_requests_carry_the_configured_auth_and_headers(
+    settings: pytest.FixtureRequest, token: str, basic: str, authorization: str
+) -> None:
+    settings.ALERTMANAGER_BEARER_TOKEN = token  # type: ignore[attr-defined]
+    settings.ALERTMANAGER_BASIC_AUTH = basic  # type: ignore[attr-defined]
+    settings.ALERTMANAGER_HEADERS = {"X-Scope-OrgID": "team-a"}  # type: ignore[attr-defined]
+    with start_receiver(Reply(200, body='{"silenceID":"abc"}')) as receiver:
+        transport = transport_for(target("alertmanager", receiver.url))
+        transport.notify(message(alert("gpu-001")))
+        assert transport.put_silence({"matchers": []}) == "abc"  # type: ignore[attr-defined]
+    assert [r.path for r in receiver.requests] == ["/api/v2/alerts", "/api/v2/silences"]
+    for request in receiver.requests:
+        assert request.headers["Authorization"] == authorization
+        assert request.headers["X-Scope-OrgID"] == "team-a"
+
+
+def test_alertmanager_tls_is_verified_against_the_configured_ca_bundle(
+    settings: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    cert, key = self_signed_certificate(tmp_path)
+    with start_receiver(tls=(cert, key)) as receiver:
+        transport = transport_for(target("alertmanager", receiver.url))
+        with pytest.raises(TransportError) as untrusted:
+            transport.notify(message(alert("gpu-001")))
+        settings.ALERTMANAGER_CA_BUNDLE = str(cert)  # type: ignore[attr-defined]
+        assert transport.notify(message(alert("gpu-001"))) == 200
+    assert untrusted.value.message == "connection failed: SSLCertVerificationError"
+    assert [r.path for r in receiver.requests] == ["/api/v2/alerts"]
+
+
+def test_plain_http_goes_through_http_proxy_unless_no_proxy_names_the_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with start_receiver() as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        monkeypatch.setenv("NO_PROXY", "")
+        code = transport_for(target("webhook", "http://hooks.example.invalid/h?x=1")).notify(
+            message(alert("gpu-001"))
+        )
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        transport_for(target("webhook", proxy.url + "/direct")).notify(message(alert("gpu-001")))
+    assert code == 200
+    assert [r.path for r in proxy.requests] == ["http://hooks.example.invalid/h?x=1", "/direct"]
+    assert proxy.requests[0].headers["Host"] == "hooks.example.invalid"

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -31,6 +33,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     body: str = "ok"
     delay: float = 0.0
+    trickle: float = 0.0  # > 0: the whole answer, status line included, one byte every this many s
 
 
 OK = Reply()
@@ -46,6 +49,21 @@ def rate_limited(retry_after: int) -> Reply:
 def slow(seconds: float) -> Reply:
     """A 200 answer that comes after ``seconds``."""
     return Reply(delay=seconds)
+
+
+def rate_limited_until(http_date: str) -> Reply:
+    """A 429 answer whose Retry-After is an HTTP date."""
+    return Reply(429, {"Retry-After": http_date}, "rate_limited")
+
+
+def redirect(status: int, location: str) -> Reply:
+    """A 3xx answer pointing elsewhere."""
+    return Reply(status, {"Location": location}, "moved")
+
+
+def trickle(seconds_per_byte: float, body: str = "ok") -> Reply:
+    """A 200 answer sent one byte at a time, ``seconds_per_byte`` apart."""
+    return Reply(body=body, trickle=seconds_per_byte)
 
 
 @dataclass(frozen=True)
@@ -66,17 +84,22 @@ class Request:
 class Receiver:
     """A scripted HTTP server; use ``start_receiver()``."""
 
-    def __init__(self, replies: list[Reply]) -> None:
+    def __init__(self, replies: list[Reply], tls: tuple[Path, Path] | None = None) -> None:
         self.replies = list(replies) or [OK]
         self.requests: list[Request] = []
         self._lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
+        self.scheme = "https" if tls else "http"
+        if tls:  # (certificate, key) PEM files: serve HTTPS
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
 
     @property
     def url(self) -> str:
         """The base URL, e.g. ``http://127.0.0.1:40123``."""
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        return f"{self.scheme}://127.0.0.1:{self.server.server_address[1]}"
 
     def _next_reply(self, request: Request) -> Reply:
         with self._lock:
@@ -95,6 +118,9 @@ class Receiver:
                 reply = receiver._next_reply(request)
                 time.sleep(reply.delay)
                 body = reply.body.encode()
+                if reply.trickle:
+                    self._trickle(reply, body)
+                    return
                 try:
                     self.send_response(reply.status)
                     for name, value in {**reply.headers, "Content-Length": str(len(body))}.items():
@@ -104,16 +130,31 @@ class Receiver:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout test)
 
+            def _trickle(self, reply: Reply, body: bytes) -> None:
+                head = f"HTTP/1.1 {reply.status} OK\r\nContent-Length: {len(body)}\r\n\r\n"
+                try:
+                    for byte in head.encode() + body:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        time.sleep(reply.trickle)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up at its deadline
+                self.close_connection = True
+
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass
 
         return Handler
 
 
+STARTED: list[Receiver] = []  # every receiver started, for checks at a test's teardown
+
+
 @contextmanager
-def start_receiver(*replies: Reply) -> Iterator[Receiver]:
+def start_receiver(*replies: Reply, tls: tuple[Path, Path] | None = None) -> Iterator[Receiver]:
     """Run a receiver for the duration of the block; it answers ``replies`` in order."""
-    receiver = Receiver(list(replies))
+    receiver = Receiver(list(replies), tls)
+    STARTED.append(receiver)
     thread = threading.Thread(target=receiver.server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -145,13 +186,27 @@ class Alertmanager:
         response.raise_for_status()
         return response.json()
 
+    def silences(self) -> list[dict[str, Any]]:
+        """What ``GET /api/v2/silences`` answers (every silence, expired ones included)."""
+        response = requests.get(self.url + "/api/v2/silences", timeout=5)
+        response.raise_for_status()
+        return response.json()
+
+    def amtool(self, *args: str) -> Any:
+        """Run ``amtool <args> -o json`` against this Alertmanager; its parsed output."""
+        argv = ["amtool", *args, "-o", "json", f"--alertmanager.url={self.url}"]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=20, check=True)
+        return json.loads(done.stdout)
+
 
 @contextmanager
-def run_alertmanager(workdir: Path) -> Iterator[Alertmanager]:
+def run_alertmanager(
+    workdir: Path, config_text: str = ALERTMANAGER_CONFIG
+) -> Iterator[Alertmanager]:
     """Alertmanager on a free 127.0.0.1 port, clustering off, stopped by PID on exit."""
     port = free_port()
     config = workdir / "alertmanager.yml"
-    config.write_text(ALERTMANAGER_CONFIG)
+    config.write_text(config_text)
     argv = [
         ALERTMANAGER_BINARY,
         f"--config.file={config}",
@@ -168,3 +223,12 @@ def run_alertmanager(workdir: Path) -> Iterator[Alertmanager]:
 
     with run_process("alertmanager", argv, os.environ, ready, workdir) as process:
         yield Alertmanager(process, port)
+
+
+def self_signed_certificate(directory: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key (PEM files, made with the openssl CLI)."""
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    argv = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+    argv += ["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
+    subprocess.run([*argv, "-keyout", str(key), "-out", str(cert)], capture_output=True, check=True)
+    return cert, key
