@@ -28,6 +28,7 @@ comparison, since such a median stays below the level where it could matter.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from typing import Any
 from .base import BaseRule, Param, RuleSettings, register
 from .data import Detail, EvaluationData, IbPoint, Signal
 from .ib import PORT_KEY, port_labels
-from .series import Allocations, group
+from .series import group
 
 #: Quantum, Quantum-2, Quantum-3 (and current ConnectX): one increment per 8 bytes, tick = 7.
 QUANTUM_BYTES_PER_WAIT_INCREMENT = 8.0
@@ -61,13 +62,22 @@ def upper_median(total: int, known: Iterable[float]) -> float:
 
 @dataclass
 class Step:
-    """What one step says: shares ≥ the candidate level, groups, verdicts."""
+    """One step: shares ≥ the candidate level, the groups its waiting ports touch, verdicts."""
 
     shares: dict[Key, float]
+    busy_nodes: set[str]  # nodes running a run (every present node when no run is known)
+    busy_ports: int
     members: dict[Group, list[Key]] = field(default_factory=dict)
-    busy: set[Key] = field(default_factory=set)
     raised: dict[Group, tuple[float, int, int, float]] = field(default_factory=dict)
     ports: dict[Key, tuple[float, float]] = field(default_factory=dict)
+
+    def baseline(self, excluded: Iterable[Key]) -> tuple[int, float]:
+        """(count, upper median share) of the busy ports outside ``excluded``."""
+        out = set(excluded)
+        inside = sum(1 for k in out if k[0] in self.busy_nodes)
+        known = [v for k, v in self.shares.items() if k[0] in self.busy_nodes and k not in out]
+        count = self.busy_ports - inside
+        return count, upper_median(count, known) if count > 0 else 0.0
 
 
 @register
@@ -152,39 +162,65 @@ def _candidates(
 
 
 class _Judge:
-    """Per step: peer groups, which groups wait together, which ports stand out."""
+    """Per step: the peer groups of the waiting ports, which groups wait together, which ports stand out.
+
+    Only the groups a waiting port belongs to are built; the busy ports outside a group are
+    counted, not listed: a step costs its candidates and their groups, not the fabric.
+    """
 
     def __init__(self, data: EvaluationData, params: dict[str, Any]) -> None:
         self.p = params
-        self.runs = Allocations(data.assignments, data.max_gap)
-        self.ports: dict[str, list[tuple[Key, str]]] = defaultdict(list)
+        self.ports_of: dict[str, list[Key]] = defaultdict(list)
+        self.leaf_of: dict[Key, str] = {}
+        self.leaf_members: dict[str, list[Key]] = defaultdict(list)
         for info in data.port_inventory():
-            self.ports[info.node].append(((info.node, info.device, info.port), info.leaf_switch))
+            key = (info.node, info.device, info.port)
+            self.ports_of[info.node].append(key)
+            if info.leaf_switch:
+                self.leaf_of[key] = info.leaf_switch
+                self.leaf_members[info.leaf_switch].append(key)
+        self.assignments = sorted(data.assignments, key=lambda a: a.start)
+        self.tolerance = data.max_gap
         self.times = data.node_sample_times("ib")
 
     def run(self, by_ts: dict[float, dict[Key, float]]) -> dict[float, Step]:
         """Each step with a candidate, judged."""
-        present: dict[float, list[str]] = defaultdict(list)
+        steps = sorted(by_ts)
+        present: dict[float, set[str]] = {ts: {k[0] for k in by_ts[ts]} for ts in steps}
         for node, times in self.times.items():
             for ts in times:
-                if ts in by_ts:
-                    present[ts].append(node)
-        return {ts: self._judge(ts, shares, present[ts]) for ts, shares in by_ts.items()}
+                if ts in present:
+                    present[ts].add(node)
+        held = self._held(steps, present)
+        return {ts: self._judge(by_ts[ts], present[ts], held[ts]) for ts in steps}
 
-    def _judge(self, ts: float, shares: dict[Key, float], nodes: list[str]) -> Step:
-        step = Step(shares)
-        for node in {*nodes, *(key[0] for key in shares)}:
-            held = self.runs.at(node, ts) if node in self.runs.by_node else None
-            for key, leaf in self.ports.get(node, [(k, "") for k in shares if k[0] == node]):
-                if leaf:
-                    step.members.setdefault(("leaf", leaf), []).append(key)
-                if held is not None:
-                    step.members.setdefault(("run", held.namespace, held.run), []).append(key)
-                    step.busy.add(key)
-        if not step.busy:  # no run data: every present port is a peer
-            step.busy = {key for keys in step.members.values() for key in keys} | set(shares)
+    def _held(self, steps: list[float], present: dict[float, set[str]]) -> dict[float, dict]:
+        """Per step, the run each present node holds (the latest-starting assignment covering it)."""
+        held: dict[float, dict[str, tuple[str, str]]] = {ts: {} for ts in steps}
+        for a in self.assignments:  # ascending start: a later start overrides
+            lo = bisect_left(steps, a.start - self.tolerance)
+            for ts in steps[lo : bisect_right(steps, a.end + self.tolerance)]:
+                if a.node in present[ts]:
+                    held[ts][a.node] = (a.namespace, a.run)
+        return held
+
+    def _judge(self, shares: dict[Key, float], present: set[str], held: dict) -> Step:
+        busy = set(held) or present  # no run known: every present port is a peer
+        step = Step(shares, busy, sum(len(self.ports_of.get(n, ())) for n in busy))
+        by_run: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for node, run in held.items():
+            by_run[run].append(node)
+        for key in self._waiting(step):
+            if key in self.leaf_of:
+                leaf = self.leaf_of[key]
+                keys = [k for k in self.leaf_members[leaf] if k[0] in present]
+                step.members[("leaf", leaf)] = keys
+            if key[0] in held:
+                run = held[key[0]]
+                keys = [k for node in by_run[run] for k in self.ports_of.get(node, ())]
+                step.members[("run", *run)] = keys
         self._groups(step)
-        self._ports(step)
+        self._ports(step, held)
         return step
 
     def _groups(self, step: Step) -> None:
@@ -193,35 +229,30 @@ class _Judge:
         raised = {}
         for name, keys in step.members.items():
             hit = [k for k in keys if k in waiting]
-            if not hit or len(hit) < p["group_fraction"] * len(keys) or len(keys) < p["min_peers"]:
+            if len(keys) < p["min_peers"] or len(hit) < p["group_fraction"] * len(keys):
                 continue
             level = upper_median(len(keys), (step.shares[k] for k in hit))
-            outside = step.busy.difference(keys)
-            if len(outside) < p["min_peers"]:
-                continue
-            base = upper_median(len(outside), (v for k, v in step.shares.items() if k in outside))
-            if level >= p["peer_ratio_min"] * base:
+            count, base = step.baseline(keys)
+            if count >= p["min_peers"] and level >= p["peer_ratio_min"] * base:
                 raised[name] = (level, len(hit), len(keys), base)
         step.raised = _attribute(raised, step.members, waiting)
 
-    def _ports(self, step: Step) -> None:
+    def _ports(self, step: Step, held: dict) -> None:
         """Waiting ports outside raised groups that stand out from their peers."""
         p, covered = self.p, {k for name in step.raised for k in step.members[name]}
-        run_of, leaf_of = {}, {}
-        for name, keys in step.members.items():
-            for key in keys:
-                (run_of if name[0] == "run" else leaf_of)[key] = name
         for key in self._waiting(step) - covered:
-            peers = [k for k in step.members.get(run_of.get(key, ()), ()) if k != key]
-            if len(peers) < p["min_peers"]:
-                peers = [k for k in step.members.get(leaf_of.get(key, ()), ()) if k != key]
-            if len(peers) < p["min_peers"]:
-                peers = [k for k in step.busy if k != key]
-            if len(peers) < p["min_peers"]:
-                continue
-            peer_set = set(peers)
-            base = upper_median(len(peers), (v for k, v in step.shares.items() if k in peer_set))
-            if step.shares[key] >= p["peer_ratio_min"] * base:
+            count, base = 0, 0.0
+            for name in (("run", *held[key[0]]) if key[0] in held else None,
+                         ("leaf", self.leaf_of[key]) if key in self.leaf_of else None):  # fmt: skip
+                peers = [k for k in step.members.get(name, ()) if k != key] if name else []
+                if len(peers) >= p["min_peers"]:
+                    peer_set = set(peers)
+                    known = [v for k, v in step.shares.items() if k in peer_set]
+                    count, base = len(peers), upper_median(len(peers), known)
+                    break
+            else:
+                count, base = step.baseline([key])
+            if count >= p["min_peers"] and step.shares[key] >= p["peer_ratio_min"] * base:
                 step.ports[key] = (step.shares[key], base)
 
     def _waiting(self, step: Step) -> set[Key]:
