@@ -151,8 +151,16 @@ def _run_faults(faults: FaultIndex, kind: str, name: str, slot: Slot) -> list[Ac
 class SlotSchedule:
     """The cycles of one slot, computed on demand and cached, with prefix integrals."""
 
-    def __init__(self, slot: Slot, seed: int, faults: FaultIndex, hostile: str | None) -> None:
+    def __init__(
+        self,
+        slot: Slot,
+        seed: int,
+        faults: FaultIndex,
+        hostile: str | None,
+        bandwidth: float | None = None,
+    ) -> None:
         self.slot = slot
+        self.bandwidth = bandwidth
         self.seed = seed
         self.faults = faults
         self.hostile = hostile if slot.index == 0 else None
@@ -231,7 +239,7 @@ class SlotSchedule:
             checkpoint_seconds=30.0 + round(60 * unit(*key, "ckpt")),
             steps_per_second=0.2 + 0.8 * unit(*key, "sps"),
             tensor_level=0.45 + 0.25 * unit(*key, "tensor"),
-            bandwidth=12e9 + 18e9 * unit(*key, "bw"),
+            bandwidth=self.bandwidth or 12e9 + 18e9 * unit(*key, "bw"),
             power_busy=560.0 + 120.0 * unit(*key, "power"),
             attempts=(),
             crashes=(),

@@ -58,6 +58,8 @@ class ClusterSpec:
     inference_fraction: float = 0.25
     nodes_per_leaf: int = 32
     gpus_per_node: int = 8
+    # Bytes/s per IB port of every run while it works; None: each run draws 12-30 GB/s.
+    run_bandwidth: float | None = None
     exporters: ExporterOptions = field(default_factory=ExporterOptions)
     # When set, the last node's name and slot 0's job names carry this string (XSS tests).
     hostile_label: str | None = None
