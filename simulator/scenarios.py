@@ -2,7 +2,8 @@
 
 Every single-fault scenario is named after its fault kind and lasts 30 minutes from the anchor;
 `ib_congestion_leaf` / `ib_congestion_run` congest every port under one leaf switch / of one run;
-`busy_healthy` has no fault but runs every job at line rate (xmit_wait rising with load, evenly);
+`busy_healthy` has no fault but runs every job at line rate (xmit_wait rising with load, evenly)
+and admits each next workload a minute after it is queued;
 `demo` mixes most kinds over the day before the anchor and the hour after it.
 """
 
@@ -122,8 +123,16 @@ def _congested_leaf(scene: Scene) -> list[Fault]:
 
 
 def _congested_run(scene: Scene) -> list[Fault]:
-    """Every port of every node of one run."""
-    run = scene.run()
+    """Every port of every node of the smallest of the runs running throughout the window.
+
+    Another run must be running too: a run alone is the whole busy fabric, and wait that no
+    other busy port can be compared with is indistinguishable from load (ib_congestion).
+    """
+    start, end = scene.at.timestamp(), (scene.at + WINDOW).timestamp()
+    spanning = [r for r in scene.cluster.runs_at(start) if r.admitted_at < start and end < r.end]
+    if len(scene.cluster.runs_at(start)) < 2 or not spanning:
+        raise LookupError("ib_congestion_run needs two runs at once; pick another epoch or seed")
+    run = min(spanning, key=lambda r: (len(r.nodes), r.name))
     return [Fault(FaultKind.IB_CONGESTION, scene.at, scene.at + WINDOW, nodes=list(run.nodes))]
 
 
@@ -136,7 +145,10 @@ SCENARIOS["demo"] = _demo
 SCENARIOS["none"] = lambda scene: []
 SCENARIOS["busy_healthy"] = lambda scene: []
 #: Cluster settings a scenario implies beyond its faults.
-SPEC_OVERRIDES: dict[str, dict[str, object]] = {"busy_healthy": {"run_bandwidth": LINE_RATE}}
+SPEC_OVERRIDES: dict[str, dict[str, object]] = {
+    # Busy: every run at line rate, and the next workload admitted a minute after its cycle starts.
+    "busy_healthy": {"run_bandwidth": LINE_RATE, "admission_gap_seconds": 60.0},
+}
 
 
 def scenario_faults(name: str, spec: ClusterSpec, at: datetime | None = None) -> list[Fault]:

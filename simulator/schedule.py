@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from simulator.faults import ActiveFault, FaultIndex, FaultKind
 from simulator.rng import unit
 from simulator.topology import Queue, Slot
+
+if TYPE_CHECKING:
+    from simulator.spec import ClusterSpec
 
 DIP = 0.15  # activity while a checkpoint is being written
 TEARDOWN = 300.0  # idle seconds between a run's end and the next cycle
@@ -157,10 +161,11 @@ class SlotSchedule:
         seed: int,
         faults: FaultIndex,
         hostile: str | None,
-        bandwidth: float | None = None,
+        spec: ClusterSpec | None = None,
     ) -> None:
         self.slot = slot
-        self.bandwidth = bandwidth
+        self.bandwidth = spec.run_bandwidth if spec else None
+        self.admission_gap = spec.admission_gap_seconds if spec else None
         self.seed = seed
         self.faults = faults
         self.hostile = hostile if slot.index == 0 else None
@@ -190,7 +195,9 @@ class SlotSchedule:
         return self.run(self.index_at(t))
 
     def _admission(self, queued: float, latest: float) -> float | None:
-        gap = 60.0 + unit(self.seed, "gap", self.slot.index, queued) ** 2 * 0.3 * self.length
+        gap = self.admission_gap
+        if gap is None:
+            gap = 60.0 + unit(self.seed, "gap", self.slot.index, queued) ** 2 * 0.3 * self.length
         admit = queued + gap
         stalls = [f for f in self.faults.of_kind(FaultKind.KUEUE_STALL) if self._stalls_me(f)]
         moved = True
