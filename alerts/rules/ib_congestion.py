@@ -21,7 +21,8 @@ switch; the ports of one run's nodes) and for single ports:
   ``peer_ratio_min`` × the median of its peers: the other ports of its run, else
   of its leaf switch, else the busy ports of the fabric.
 
-Medians are upper medians over every known port, and ports fetched below
+Medians are upper medians over every known port (one without a sample at the
+step counts as not waiting), and ports fetched below
 ``lost_share_min / peer_ratio_min`` (the prefilter) count as 0: that changes no
 comparison, since such a median stays below the level where it could matter.
 """
@@ -29,8 +30,8 @@ comparison, since such a median stays below the level where it could matter.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections import Counter, defaultdict
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,21 +63,38 @@ def upper_median(total: int, known: Iterable[float]) -> float:
 
 @dataclass
 class Step:
-    """One step: shares ≥ the candidate level, the groups its waiting ports touch, verdicts."""
+    """One step: shares ≥ the candidate level, the groups its waiting ports touch, verdicts.
+
+    Groups are kept as sizes and membership tests, never as lists of the fabric's ports.
+    """
 
     shares: dict[Key, float]
-    busy_nodes: set[str]  # nodes running a run (every present node when no run is known)
+    present: Collection[str]
+    held: dict[str, tuple[str, str]]  # node → (namespace, run)
+    busy_nodes: Collection[str]  # nodes running a run (every present node when no run is known)
     busy_ports: int
-    members: dict[Group, list[Key]] = field(default_factory=dict)
+    size: dict[Group, int] = field(default_factory=dict)
+    busy_inside: dict[Group, int] = field(default_factory=dict)
+    hits: dict[Group, list[Key]] = field(default_factory=dict)
+    leaf_of: dict[Key, str] = field(default_factory=dict)
     raised: dict[Group, tuple[float, int, int, float]] = field(default_factory=dict)
     ports: dict[Key, tuple[float, float]] = field(default_factory=dict)
 
-    def baseline(self, excluded: Iterable[Key]) -> tuple[int, float]:
-        """(count, upper median share) of the busy ports outside ``excluded``."""
-        out = set(excluded)
-        inside = sum(1 for k in out if k[0] in self.busy_nodes)
-        known = [v for k, v in self.shares.items() if k[0] in self.busy_nodes and k not in out]
-        count = self.busy_ports - inside
+    def contains(self, name: Group, key: Key) -> bool:
+        """Whether ``key`` is one of the group's ports at this step."""
+        if name[0] == "leaf":
+            return self.leaf_of.get(key) == name[1]
+        return self.held.get(key[0]) == name[1:]
+
+    def baseline(self, name: Group | None = None, key: Key | None = None) -> tuple[int, float]:
+        """(count, upper median share) of the busy ports outside group ``name`` (or but ``key``)."""
+        if name is not None:
+            count = self.busy_ports - self.busy_inside[name]
+            known = [v for k, v in self.shares.items()
+                     if k[0] in self.busy_nodes and not self.contains(name, k)]  # fmt: skip
+        else:
+            count = self.busy_ports - (key is not None and key[0] in self.busy_nodes)
+            known = [v for k, v in self.shares.items() if k[0] in self.busy_nodes and k != key]
         return count, upper_median(count, known) if count > 0 else 0.0
 
 
@@ -139,8 +157,9 @@ class IbCongestion(BaseRule):
             for pt, share in zip(points, shares, strict=True):
                 if share is not None and share >= floor:
                     by_ts[pt.ts][key] = share
-        judged = _Judge(data, p).run(by_ts)
-        yield from _port_signals(data, series, judged)
+        judge = _Judge(data, p)
+        judged = judge.run(by_ts)
+        yield from _port_signals(data, series, judged, judge.leaf_of)
         yield from _group_signals(data, judged)
 
 
@@ -164,21 +183,22 @@ def _candidates(
 class _Judge:
     """Per step: the peer groups of the waiting ports, which groups wait together, which ports stand out.
 
-    Only the groups a waiting port belongs to are built; the busy ports outside a group are
+    Only the groups a waiting port belongs to are sized; the busy ports outside a group are
     counted, not listed: a step costs its candidates and their groups, not the fabric.
     """
 
     def __init__(self, data: EvaluationData, params: dict[str, Any]) -> None:
         self.p = params
-        self.ports_of: dict[str, list[Key]] = defaultdict(list)
+        inventory = data.port_inventory()
+        self.ports_of = Counter(info[0] for info in inventory)
         self.leaf_of: dict[Key, str] = {}
         self.leaf_members: dict[str, list[Key]] = defaultdict(list)
-        for info in data.port_inventory():
-            key = (info.node, info.device, info.port)
-            self.ports_of[info.node].append(key)
-            if info.leaf_switch:
-                self.leaf_of[key] = info.leaf_switch
-                self.leaf_members[info.leaf_switch].append(key)
+        for node, device, port, leaf in inventory:
+            if leaf:
+                key = (node, device, port)
+                self.leaf_of[key] = leaf
+                self.leaf_members[leaf].append(key)
+        self._busy_inside: dict[tuple[str, int], int] = {}
         self.assignments = sorted(data.assignments, key=lambda a: a.start)
         self.tolerance = data.max_gap
         self.times = data.node_sample_times("ib")
@@ -191,99 +211,139 @@ class _Judge:
             for ts in times:
                 if ts in present:
                     present[ts].add(node)
-        held = self._held(steps, present)
-        return {ts: self._judge(by_ts[ts], present[ts], held[ts]) for ts in steps}
+        held = self._held(steps)
+        shapes: dict[int, tuple[int, dict]] = {}  # per held mapping: busy ports, ports per run
+        judged = {}
+        for ts in steps:
+            nodes = held[ts]
+            if id(nodes) not in shapes:
+                per_run: dict[tuple[str, str], int] = defaultdict(int)
+                for node, run in nodes.items():
+                    per_run[run] += self.ports_of.get(node, 0)
+                shapes[id(nodes)] = (sum(per_run.values()), per_run)
+            busy, per_run = shapes[id(nodes)]
+            judged[ts] = self._judge(by_ts[ts], present[ts], nodes, busy, per_run)
+        return judged
 
-    def _held(self, steps: list[float], present: dict[float, set[str]]) -> dict[float, dict]:
-        """Per step, the run each present node holds (the latest-starting assignment covering it)."""
-        held: dict[float, dict[str, tuple[str, str]]] = {ts: {} for ts in steps}
+    def _held(self, steps: list[float]) -> dict[float, dict[str, tuple[str, str]]]:
+        """Per step, the run each node holds (the latest-starting assignment covering it).
+
+        Assignments change rarely within a look-back: one mapping per stretch of steps with the
+        same assignments, shared by those steps.
+        """
+        spans = []
         for a in self.assignments:  # ascending start: a later start overrides
             lo = bisect_left(steps, a.start - self.tolerance)
-            for ts in steps[lo : bisect_right(steps, a.end + self.tolerance)]:
-                if a.node in present[ts]:
-                    held[ts][a.node] = (a.namespace, a.run)
+            hi = bisect_right(steps, a.end + self.tolerance)
+            if lo < hi:
+                spans.append((lo, hi, a.node, (a.namespace, a.run)))
+        cuts = sorted({0, len(steps), *(lo for lo, *_ in spans), *(hi for _, hi, *_ in spans)})
+        held: dict[float, dict[str, tuple[str, str]]] = {}
+        for lo, hi in zip(cuts, cuts[1:], strict=False):
+            mapping = {node: run for a_lo, a_hi, node, run in spans if a_lo <= lo and hi <= a_hi}
+            for ts in steps[lo:hi]:
+                held[ts] = mapping
         return held
 
-    def _judge(self, shares: dict[Key, float], present: set[str], held: dict) -> Step:
-        busy = set(held) or present  # no run known: every present port is a peer
-        step = Step(shares, busy, sum(len(self.ports_of.get(n, ())) for n in busy))
-        by_run: dict[tuple[str, str], list[str]] = defaultdict(list)
-        for node, run in held.items():
-            by_run[run].append(node)
+    def _judge(self, shares: dict[Key, float], present: set[str], held: dict, busy_ports: int,
+               per_run: dict) -> Step:  # fmt: skip
+        if held:  # nodes running a run are the busy ones (an absent node's ports count as 0)
+            step = Step(shares, present, held, held.keys(), busy_ports, leaf_of=self.leaf_of)  # type: ignore[arg-type]
+        else:  # no run known: every present port is a peer
+            busy = sum(self.ports_of.get(n, 0) for n in present)
+            step = Step(shares, present, held, present, busy, leaf_of=self.leaf_of)
         for key in self._waiting(step):
-            if key in self.leaf_of:
-                leaf = self.leaf_of[key]
-                keys = [k for k in self.leaf_members[leaf] if k[0] in present]
-                step.members[("leaf", leaf)] = keys
-            if key[0] in held:
-                run = held[key[0]]
-                keys = [k for node in by_run[run] for k in self.ports_of.get(node, ())]
-                step.members[("run", *run)] = keys
+            leaf, run = self.leaf_of.get(key), held.get(key[0])
+            if leaf:
+                self._size(step, ("leaf", leaf))
+                step.hits[("leaf", leaf)].append(key)
+            if run:
+                name = ("run", *run)
+                if name not in step.size:
+                    step.size[name] = step.busy_inside[name] = per_run[run]
+                    step.hits[name] = []
+                step.hits[name].append(key)
         self._groups(step)
-        self._ports(step, held)
+        self._ports(step)
         return step
+
+    def _size(self, step: Step, name: Group) -> None:
+        """Size a leaf group: its ports, and how many of them are busy (cached per run mapping)."""
+        if name in step.size:
+            return
+        members = self.leaf_members[name[1]]
+        memo = (name[1], id(step.busy_nodes))
+        if memo not in self._busy_inside:
+            self._busy_inside[memo] = sum(1 for k in members if k[0] in step.busy_nodes)
+        step.size[name], step.busy_inside[name] = len(members), self._busy_inside[memo]
+        step.hits[name] = []
 
     def _groups(self, step: Step) -> None:
         """Groups that wait together and stand out, after the leaf/run attribution."""
-        p, waiting = self.p, self._waiting(step)
+        p = self.p
         raised = {}
-        for name, keys in step.members.items():
-            hit = [k for k in keys if k in waiting]
-            if len(keys) < p["min_peers"] or len(hit) < p["group_fraction"] * len(keys):
+        for name, hit in step.hits.items():
+            size = step.size[name]
+            if size < p["min_peers"] or len(hit) < p["group_fraction"] * size:
                 continue
-            level = upper_median(len(keys), (step.shares[k] for k in hit))
-            count, base = step.baseline(keys)
+            level = upper_median(size, (step.shares[k] for k in hit))
+            count, base = step.baseline(name)
             if count >= p["min_peers"] and level >= p["peer_ratio_min"] * base:
-                raised[name] = (level, len(hit), len(keys), base)
-        step.raised = _attribute(raised, step.members, waiting)
+                raised[name] = (level, len(hit), size, base)
+        step.raised = self._attribute(step, raised)
 
-    def _ports(self, step: Step, held: dict) -> None:
+    def _attribute(self, step: Step, raised: dict[Group, Any]) -> dict[Group, Any]:
+        """Leaf explained by runs reaching beyond it → the runs; run wholly under raised leaves → the leaves."""
+        kept = dict(raised)
+        runs = [name for name in raised if name[0] == "run"]
+        for name in [n for n in raised if n[0] == "leaf"]:
+            held = step.held
+            owners = {("run", *held[k[0]]) if k[0] in held else None for k in step.hits[name]}
+            members = self.leaf_members[name[1]]
+            inside = {r: sum(1 for k in members if held.get(k[0]) == r[1:]) for r in owners if r}
+            if owners <= set(runs) and all(step.size[r] > inside[r] for r in owners if r):
+                del kept[name]  # its waiting ports are those runs', and the runs reach beyond it
+        leaves = [name for name in kept if name[0] == "leaf"]
+        for name in runs:
+            nodes = {n for n, run in step.held.items() if run == name[1:]}
+            keys = [k for leaf in leaves for k in self.leaf_members[leaf[1]] if k[0] in nodes]
+            if leaves and len(keys) >= step.size[name]:
+                del kept[name]  # every port of the run sits under a raised leaf
+        return kept
+
+    def _ports(self, step: Step) -> None:
         """Waiting ports outside raised groups that stand out from their peers."""
-        p, covered = self.p, {k for name in step.raised for k in step.members[name]}
-        for key in self._waiting(step) - covered:
+        p = self.p
+        for key in self._waiting(step):
+            if any(step.contains(name, key) for name in step.raised):
+                continue
             count, base = 0, 0.0
-            for name in (("run", *held[key[0]]) if key[0] in held else None,
+            run = step.held.get(key[0])
+            for name in (("run", *run) if run else None,
                          ("leaf", self.leaf_of[key]) if key in self.leaf_of else None):  # fmt: skip
-                peers = [k for k in step.members.get(name, ()) if k != key] if name else []
-                if len(peers) >= p["min_peers"]:
-                    peer_set = set(peers)
-                    known = [v for k, v in step.shares.items() if k in peer_set]
-                    count, base = len(peers), upper_median(len(peers), known)
+                if name is None:
+                    continue
+                count = step.size[name] - 1
+                if count >= p["min_peers"]:
+                    known = [
+                        v for k, v in step.shares.items() if k != key and step.contains(name, k)
+                    ]
+                    base = upper_median(count, known)
                     break
             else:
-                count, base = step.baseline([key])
+                count, base = step.baseline(key=key)
             if count >= p["min_peers"] and step.shares[key] >= p["peer_ratio_min"] * base:
                 step.ports[key] = (step.shares[key], base)
 
-    def _waiting(self, step: Step) -> set[Key]:
-        return {k for k, v in step.shares.items() if v >= self.p["lost_share_min"]}
-
-
-def _attribute(
-    raised: dict[Group, Any], members: dict[Group, list[Key]], waiting: set[Key]
-) -> dict[Group, Any]:
-    """Leaf explained by runs reaching beyond it → the runs; run wholly under raised leaves → the leaves."""
-    runs = {name for name in raised if name[0] == "run"}
-    run_of = {k: name for name in runs for k in members[name]}
-    kept = dict(raised)
-    for name in [n for n in raised if n[0] == "leaf"]:
-        keys = set(members[name])
-        owners = {run_of.get(k) for k in keys & waiting}
-        if None not in owners and all(set(members[r]) - keys for r in owners):
-            del kept[name]
-    under = {k for name in kept if name[0] == "leaf" for k in members[name]}
-    for name in runs:
-        if set(members[name]) <= under:
-            del kept[name]
-    return kept
+    def _waiting(self, step: Step) -> list[Key]:
+        return [k for k, v in step.shares.items() if v >= self.p["lost_share_min"]]
 
 
 def _port_signals(
     data: EvaluationData, series: dict[Key, tuple[list[IbPoint], list[float | None]]],
-    judged: dict[float, Step],
+    judged: dict[float, Step], leaves: dict[Key, str],
 ) -> Iterator[Signal]:  # fmt: skip
     """One signal per candidate port that stood out at some step."""
-    leaves = {(i.node, i.device, i.port): i.leaf_switch for i in data.port_inventory()}
     for key, (points, shares) in series.items():
         verdicts = [judged[pt.ts].ports.get(key) if pt.ts in judged else None for pt in points]
         if not any(verdicts):
