@@ -38,6 +38,9 @@ PINNED_RETENTION = {
 HOUR = 3600.0
 GAP = 2700.0  # each 30-minute fault, then 15 minutes to resolve before the next one
 CONGESTION = (("ib_congestion", 0.0), ("ib_congestion_leaf", GAP), ("ib_congestion_run", 2 * GAP))
+# The other IB fault scenarios, together after those: each on its own port or node.
+PORT_FAULTS = ("ib_symbol_errors", "ib_link_flap", "ib_counter_saturated", "ib_straggler")
+IB_SCENARIOS = (*CONGESTION, *((name, 3 * GAP) for name in PORT_FAULTS))
 
 
 def first_fitting_spec(scenarios: tuple[tuple[str, float], ...]) -> ClusterSpec:
@@ -115,9 +118,9 @@ def congestion(
     tmp_path_factory: pytest.TempPathFactory, django_db_setup: None, django_db_blocker
 ) -> Iterator[tuple]:  # noqa: ANN001
     require_prometheus()
-    spec = first_fitting_spec(CONGESTION)
+    spec = first_fitting_spec(IB_SCENARIOS)
     start = EPOCH.timestamp() - 1200
-    end = EPOCH.timestamp() + 3 * GAP
+    end = EPOCH.timestamp() + 4 * GAP
     yield (
         spec,
         replayed(spec, start, end, Path(tmp_path_factory.mktemp("congestion")), django_db_blocker),
@@ -156,7 +159,7 @@ def test_each_congestion_scenario_raises_one_alert_at_its_scope_and_nothing_else
     congestion,
 ) -> None:  # noqa: ANN001
     spec, (_, result, _) = congestion
-    port, leaf, run = (f for f in spec.faults)
+    port, leaf, run = spec.faults[:3]
     anchors = [EPOCH.timestamp() + offset for _, offset in CONGESTION]
     leaf_name = "ib-leaf-01-rail3"
     run_name = next(r for r in Cluster(spec).runs_at(anchors[2]) if set(r.nodes) == set(run.nodes))
@@ -169,7 +172,7 @@ def test_each_congestion_scenario_raises_one_alert_at_its_scope_and_nothing_else
                            ("severity", "warning"))): anchors[2],
     }  # fmt: skip
     got = fired(result)
-    assert set(got) == set(expected)
+    assert set(got) == set(expected) | set(other_ib_faults(spec))
     for key, anchor in expected.items():
         first, resolved = got[key]
         # for = 5 min, plus one ingest step to cross, plus one replay step; resolves within keep_firing_for.
@@ -179,3 +182,37 @@ def test_each_congestion_scenario_raises_one_alert_at_its_scope_and_nothing_else
             and anchor + 1800 <= resolved <= anchor + 1800 + 120 + STEP + REPLAY_STEP
         )
     assert (len(leaf.nodes), tuple(leaf.ports), tuple(run.ports)) == (NODES, (3,), ())
+
+
+def other_ib_faults(spec: ClusterSpec) -> dict:
+    """The alert each of the other IB fault scenarios must raise (rule, labels) → fault start."""
+    symbols, flap, saturated, straggler = spec.faults[3:]
+    node = symbols.nodes[0]
+    assert {flap.nodes[0], saturated.nodes[0]} == {node}  # one node of the run, distinct ports
+    run = next(
+        r
+        for r in Cluster(spec).runs_at(straggler.start.timestamp())
+        if straggler.nodes[0] in r.nodes
+    )
+
+    def port(rule: str, index: int, severity: str) -> tuple:
+        return (rule, (("device", f"mlx5_{index}"), ("leaf_switch", f"ib-leaf-01-rail{index}"),
+                       ("node", node), ("port", "1"), ("severity", severity)))  # fmt: skip
+
+    return {
+        port("ib_port_errors", 2, "critical"): symbols.start.timestamp(),
+        port("ib_link_flap", 5, "critical"): flap.start.timestamp(),
+        port("ib_counter_saturated", 1, "warning"): saturated.start.timestamp(),
+        ("ib_straggler", (("namespace", run.queue.namespace), ("node", straggler.nodes[0]),
+                          ("run", run.name), ("severity", "warning"))): straggler.start.timestamp(),
+    }  # fmt: skip
+
+
+def test_the_other_ib_fault_scenarios_raise_their_alert_at_their_port_or_node(congestion) -> None:  # noqa: ANN001
+    spec, (_, result, _) = congestion
+    got = fired(result)
+    assert [kind for kind in (f.kind for f in spec.faults[3:])] == list(PORT_FAULTS[:2]) + [
+        "ib_counter_saturated", "ib_straggler"]  # fmt: skip
+    for key, start in other_ib_faults(spec).items():
+        # Each fires within the first 6 minutes of its fault (straggler: for = 5 min).
+        assert start <= got[key][0] <= start + 300 + STEP + REPLAY_STEP, (key, got[key][0] - start)
