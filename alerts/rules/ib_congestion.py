@@ -206,12 +206,12 @@ class _Judge:
     def run(self, by_ts: dict[float, dict[Key, float]]) -> dict[float, Step]:
         """Each step with a candidate, judged."""
         steps = sorted(by_ts)
-        present: dict[float, set[str]] = {ts: {k[0] for k in by_ts[ts]} for ts in steps}
-        for node, times in self.times.items():
-            for ts in times:
-                if ts in present:
-                    present[ts].add(node)
         held = self._held(steps)
+        idle = {ts for ts in steps if not held[ts]}  # no run known: the present ports are the peers
+        present: dict[float, set[str]] = {ts: {k[0] for k in by_ts[ts]} for ts in steps}
+        for node, times in self.times.items() if idle else ():
+            for ts in idle.intersection(times):
+                present[ts].add(node)
         shapes: dict[int, tuple[int, dict]] = {}  # per held mapping: busy ports, ports per run
         judged = {}
         for ts in steps:

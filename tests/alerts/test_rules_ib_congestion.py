@@ -109,3 +109,13 @@ def test_upper_median_counts_the_censored_ports_as_zero() -> None:
         0.0,
     )
     assert upper_median(2, [0.2, 0.4]) == 0.4
+
+
+def test_without_run_data_ports_and_leaves_are_judged_against_the_fabric() -> None:
+    ib = fabric(lambda n, d, ts: 0.3 if (n, d) == ("gpu-002", "mlx5_3") or d == "mlx5_1" else 0.001)
+    found = findings("ib_congestion", data(NOW, ib=ib, leaf_switches=rail_leaves()))
+    assert labels(found) == [
+        ((("device", "mlx5_3"), ("node", "gpu-002"), ("port", "1")), "firing"),
+        ((("leaf_switch", "leaf-1"),), "firing"),
+    ]
+    assert found[0].extra == {"leaf_switch": "leaf-3"}
