@@ -29,6 +29,7 @@ from .rules.data import (
     GpuPoint,
     IbErrorPoint,
     IbPoint,
+    IbPortInfo,
     KueuePoint,
     NodeThroughput,
     NvlinkPoint,
@@ -212,6 +213,9 @@ def _fetch_shapes(data: EvaluationData, rule_settings: dict[str, RuleSettings], 
         data.runs = _runs(rule_settings, data.as_of_family("checkpoints"), data.max_gap)
     if "leaf_switches" in need:
         data.leaf_switches = _leaf_switches(data)
+    if "ib_ports" in need:  # peer groups matter only when some port is a candidate
+        rows = _rows(q.IB_PORTS, [], "ib_ports") if data.ib else []
+        data.ib_ports = list(map(IbPortInfo._make, rows))
     if "last_seen" in need:
         forget = float(rule_settings["node_metrics_missing"].params["forget_after_seconds"])
         data.last_seen = _last_seen(data, need, forget)

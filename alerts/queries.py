@@ -10,7 +10,7 @@ EPOCH = "extract(epoch from {})::float8"
 WINDOW = "ts > to_timestamp(%s) AND ts <= to_timestamp(%s)"
 
 GPU_COLUMNS = f"n.name, s.gpu, {EPOCH.format('s.ts')}, s.util, s.tensor, s.sm, s.power"
-IB_COLUMNS = f"n.name, p.device, p.port, {EPOCH.format('s.ts')}, s.tx_bytes, s.rx_bytes, s.xmit_wait, s.state, s.saturated"
+IB_COLUMNS = f"n.name, p.device, p.port, {EPOCH.format('s.ts')}, s.tx_bytes, s.rx_bytes, s.xmit_wait, s.state, s.saturated, s.rate"
 # Whole series of the GPUs with a row matching the dense prefilter ({pred}) in the window.
 # With the default thresholds the candidates come from the partial index ingest_gpusample_drift_ts;
 # OFFSET 0 keeps the series a primary-key probe per candidate (the planner cannot know how
@@ -114,6 +114,11 @@ SELECT n.name, p.device, p.port, p.leaf_switch
 FROM unnest(%s::text[], %s::text[], %s::int[]) AS k(node, device, port)
 JOIN ingest_node n ON n.name = k.node JOIN ingest_ibport p ON p.node_id = n.id
 WHERE p.device = k.device AND p.port = k.port AND p.leaf_switch <> ''
+"""
+# Every IB port with its leaf switch: ib_congestion's peer groups (a few thousand rows).
+IB_PORTS = """
+SELECT n.name, p.device, p.port, p.leaf_switch
+FROM ingest_ibport p JOIN ingest_node n ON n.id = p.node_id ORDER BY n.name, p.device, p.port
 """
 CURSORS = f"""
 SELECT c.family, {EPOCH.format("c.covered_until")}, {EPOCH.format("h.last_success")}

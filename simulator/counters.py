@@ -9,7 +9,7 @@ from simulator.model import Cluster, NodeState
 from simulator.rng import unit
 from simulator.topology import Node
 
-SATURATED = 4294967295.0  # a 32-bit IB counter (PortXmitWait) sticks here
+SATURATED = 4294967295.0  # a 32-bit IB counter (PortXmitWait in sysfs) sticks here
 #: IBA PortCounters widths in bits, as Linux exposes them in sysfs (drivers/infiniband/core/
 #: sysfs.c PORT_PMA_ATTR): a counter saturates at 2^width - 1 instead of wrapping. Data and
 #: packets are 64-bit (PortCountersExtended) on every HCA simulated here: they never peg.
@@ -20,6 +20,9 @@ WIDTH_BITS = {
     "link_downed": 8,
     "local_link_integrity": 4,
     "excessive_buffer_overrun": 4,
+    # node_exporter's sysfs port_xmit_wait is 32-bit: the ib_counter_saturated fault pegs it
+    # there. Its everyday values are modelled as the 64-bit extended counter (transmit_wait()
+    # below): a real 32-bit one pegs within hours on a busy NDR port (docs/infiniband.md).
     "transmit_wait": 32,
     "tx_bytes": 64,
     "rx_bytes": 64,
@@ -35,8 +38,16 @@ def pegged(counter: str) -> float:
 
 IDLE_BYTES_PER_SECOND = 2.0e4  # subnet management and monitoring chatter on an idle port
 BYTES_PER_PACKET = 3900.0
-WAIT_PER_BYTE = 5.0e-8  # xmit_wait ticks per byte sent under normal load
 PORT_RATE_BYTES = 50e9  # NDR: 400 Gb/s
+# xmit_wait in NVIDIA Quantum-family units: one increment per 8 bytes the port could not send
+# (ibdiagnet manual, "Congestion assessment on InfiniBand links": lost bytes = counter x (tick+1),
+# tick = 7). Modelled as the 64-bit PortXmitWait that perfquery -x reads where the hardware has
+# the additional extended counters (treydock's fixtures: CapMask2 0x2); see docs/simulator.md.
+BYTES_PER_WAIT_INCREMENT = 8.0
+# Bytes lost to waiting per byte sent, on a healthy busy fabric: the order of what a real switch
+# shows (treydock/infiniband_exporter collectors/fixtures/perfquery/0x7cfe9003009ce5b0.out, port 1:
+# 22,730,501 increments x 128 B (Switch-IB: 32 B x 4 lanes) / (36,298,026,860,928 x 4 B) = 2.0e-5).
+LOAD_LOST_PER_BYTE = 2.0e-5
 STATE_ACTIVE, STATE_DOWN = 4, 1
 PHYS_LINKUP, PHYS_POLLING = 5, 2
 IB_FAULTS = (
@@ -112,13 +123,13 @@ class PortModel:
             moved = self.cluster.since_boot(state)[1]
         else:
             moved = self.cluster.integral(node, boot, t)[1]
-        wait_extra = symbols = downs = 0.0
+        lost = symbols = downs = 0.0
         is_down = False
         for fault in faults:
             moved -= self._lost_bytes(fault, node, boot, t)
             overlap = fault.overlap(boot, t)
             if fault.kind == FaultKind.IB_CONGESTION:
-                wait_extra += float(fault.params["wait_ticks_per_second"]) * overlap
+                lost += float(fault.params["lost_share"]) * PORT_RATE_BYTES * overlap
             elif fault.kind == FaultKind.IB_SYMBOL_ERRORS:
                 symbols += float(fault.params["rate_per_second"]) * overlap
             elif fault.kind == FaultKind.IB_LINK_FLAP:
@@ -133,7 +144,7 @@ class PortModel:
             rx_bytes=rx,
             tx_packets=tx / BYTES_PER_PACKET,
             rx_packets=rx / BYTES_PER_PACKET,
-            transmit_wait=min(SATURATED, tx * WAIT_PER_BYTE + wait_extra),
+            transmit_wait=transmit_wait(tx, lost),
             symbol_error=min(pegged("symbol_error"), symbols),
             link_error_recovery=min(pegged("link_error_recovery"), 2 * downs),
             link_downed=min(pegged("link_downed"), downs),
@@ -172,6 +183,11 @@ class PortModel:
         # Cleared when the fault ended (perfquery -R): the counter restarts from zero there.
         before = self._raw(state, port, fault.end, faults)
         return _with(raw, counter, getattr(raw, counter) - getattr(before, counter))
+
+
+def transmit_wait(tx_bytes: float, fault_lost_bytes: float) -> float:
+    """PortXmitWait since boot: load-driven wait (even on every busy port) plus a fault's, in increments."""
+    return (tx_bytes * LOAD_LOST_PER_BYTE + fault_lost_bytes) / BYTES_PER_WAIT_INCREMENT
 
 
 def _with(sample: PortSample, counter: str, value: float) -> PortSample:

@@ -49,7 +49,8 @@ DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
     FaultKind.TENSOR_DRIFT: {"power_watts": 70.0},
     FaultKind.IB_SYMBOL_ERRORS: {"rate_per_second": 0.5},
     FaultKind.IB_LINK_FLAP: {"flaps": 3, "period_seconds": 300.0, "down_seconds": 60.0},
-    FaultKind.IB_CONGESTION: {"throughput_factor": 0.4, "wait_ticks_per_second": 2.0e5},
+    # lost_share: share of the port's link bandwidth lost to waiting (real units, see counters.py).
+    FaultKind.IB_CONGESTION: {"throughput_factor": 0.4, "lost_share": 0.25},
     FaultKind.IB_STRAGGLER: {"throughput_factor": 0.2},
     FaultKind.IB_COUNTER_SATURATED: {"counter": "transmit_wait"},
     FaultKind.NVLINK_ERRORS: {

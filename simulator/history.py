@@ -34,6 +34,7 @@ KEY_FAMILIES = frozenset(
         "node_infiniband_port_data_transmitted_bytes_total",
         "node_infiniband_port_data_received_bytes_total",
         "node_infiniband_port_transmit_wait_total",
+        "node_infiniband_rate_bytes_per_second",  # ib_congestion divides lost bytes by it
         "node_infiniband_symbol_error_total",
         "node_infiniband_link_downed_total",
         "node_infiniband_state_id",

@@ -70,7 +70,7 @@ class Cluster:
         self.topology = Topology(self.spec)
         self.faults = FaultIndex(self.spec.faults, self.spec.epoch_seconds)
         self.schedules = [
-            SlotSchedule(slot, self.spec.seed, self.faults, self.spec.hostile_label)
+            SlotSchedule(slot, self.spec.seed, self.faults, self.spec.hostile_label, self.spec)
             for slot in self.topology.slots
         ]
         seed = self.spec.seed

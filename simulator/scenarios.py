@@ -1,6 +1,9 @@
 """Named scenarios: ready-made fault lists, anchored at a chosen instant.
 
 Every single-fault scenario is named after its fault kind and lasts 30 minutes from the anchor;
+`ib_congestion_leaf` / `ib_congestion_run` congest every port under one leaf switch / of one run;
+`busy_healthy` has no fault but runs every job at line rate (xmit_wait rising with load, evenly)
+and admits each next workload a minute after it is queued;
 `demo` mixes most kinds over the day before the anchor and the hour after it.
 """
 
@@ -17,6 +20,7 @@ from simulator.spec import ClusterSpec
 from simulator.topology import INFERENCE
 
 WINDOW = timedelta(minutes=30)
+LINE_RATE = 48e9  # bytes/s per port: 96 % of an NDR link (the per-port jitter stays below 50 GB/s)
 RUN_KINDS = (FaultKind.RUN_CRASH, FaultKind.CHECKPOINT_STALL)
 
 
@@ -63,7 +67,7 @@ def _single(kind: str) -> Callable[[Scene], list[Fault]]:
             FaultKind.TENSOR_DRIFT: Fault(kind, start, end, nodes=[node], gpus=[3]),
             FaultKind.IB_SYMBOL_ERRORS: Fault(kind, start, end, nodes=[node], ports=[2]),
             FaultKind.IB_LINK_FLAP: Fault(kind, start, end, nodes=[node], ports=[5]),
-            FaultKind.IB_CONGESTION: Fault(kind, start, end, nodes=list(nodes[:4])),
+            FaultKind.IB_CONGESTION: Fault(kind, start, end, nodes=[node], ports=[4]),
             FaultKind.IB_STRAGGLER: Fault(kind, start, end, nodes=[nodes[-1]]),
             FaultKind.IB_COUNTER_SATURATED: Fault(kind, start, end, nodes=[node], ports=[1]),
             FaultKind.NVLINK_ERRORS: Fault(kind, start, end, nodes=[node], gpus=[5]),
@@ -111,11 +115,40 @@ def _demo(scene: Scene) -> list[Fault]:
     return faults
 
 
+def _congested_leaf(scene: Scene) -> list[Fault]:
+    """Every port under the first leaf switch of rail 3 (rail r of a group: port r of its nodes)."""
+    switch = next(s for s in scene.cluster.topology.switches if s.group == 0 and s.rail == 3)
+    nodes = [n.name for n in scene.cluster.nodes if n.group == switch.group]
+    return [Fault(FaultKind.IB_CONGESTION, scene.at, scene.at + WINDOW, nodes=nodes, ports=[3])]
+
+
+def _congested_run(scene: Scene) -> list[Fault]:
+    """Every port of every node of the smallest of the runs running throughout the window.
+
+    Another run must be running too: a run alone is the whole busy fabric, and wait that no
+    other busy port can be compared with is indistinguishable from load (ib_congestion).
+    """
+    start, end = scene.at.timestamp(), (scene.at + WINDOW).timestamp()
+    spanning = [r for r in scene.cluster.runs_at(start) if r.admitted_at < start and end < r.end]
+    if len(scene.cluster.runs_at(start)) < 2 or not spanning:
+        raise LookupError("ib_congestion_run needs two runs at once; pick another epoch or seed")
+    run = min(spanning, key=lambda r: (len(r.nodes), r.name))
+    return [Fault(FaultKind.IB_CONGESTION, scene.at, scene.at + WINDOW, nodes=list(run.nodes))]
+
+
 SCENARIOS: dict[str, Callable[[Scene], list[Fault]]] = {
     kind: _single(kind) for kind in FaultKind.ALL
 }
+SCENARIOS["ib_congestion_leaf"] = _congested_leaf
+SCENARIOS["ib_congestion_run"] = _congested_run
 SCENARIOS["demo"] = _demo
 SCENARIOS["none"] = lambda scene: []
+SCENARIOS["busy_healthy"] = lambda scene: []
+#: Cluster settings a scenario implies beyond its faults.
+SPEC_OVERRIDES: dict[str, dict[str, object]] = {
+    # Busy: every run at line rate, and the next workload admitted a minute after its cycle starts.
+    "busy_healthy": {"run_bandwidth": LINE_RATE, "admission_gap_seconds": 60.0},
+}
 
 
 def scenario_faults(name: str, spec: ClusterSpec, at: datetime | None = None) -> list[Fault]:
@@ -126,5 +159,6 @@ def scenario_faults(name: str, spec: ClusterSpec, at: datetime | None = None) ->
 
 
 def with_scenario(spec: ClusterSpec, name: str, at: datetime | None = None) -> ClusterSpec:
-    """The spec with the scenario's faults added to its own."""
-    return replace(spec, faults=[*spec.faults, *scenario_faults(name, spec, at)])
+    """The spec with the scenario's faults added to its own (and its settings, e.g. busy_healthy's load)."""
+    faults = [*spec.faults, *scenario_faults(name, spec, at)]
+    return replace(spec, faults=faults, **SPEC_OVERRIDES.get(name, {}))  # type: ignore[arg-type]

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from simulator.faults import ActiveFault, FaultIndex, FaultKind
 from simulator.rng import unit
 from simulator.topology import Queue, Slot
+
+if TYPE_CHECKING:
+    from simulator.spec import ClusterSpec
 
 DIP = 0.15  # activity while a checkpoint is being written
 TEARDOWN = 300.0  # idle seconds between a run's end and the next cycle
@@ -151,8 +155,17 @@ def _run_faults(faults: FaultIndex, kind: str, name: str, slot: Slot) -> list[Ac
 class SlotSchedule:
     """The cycles of one slot, computed on demand and cached, with prefix integrals."""
 
-    def __init__(self, slot: Slot, seed: int, faults: FaultIndex, hostile: str | None) -> None:
+    def __init__(
+        self,
+        slot: Slot,
+        seed: int,
+        faults: FaultIndex,
+        hostile: str | None,
+        spec: ClusterSpec | None = None,
+    ) -> None:
         self.slot = slot
+        self.bandwidth = spec.run_bandwidth if spec else None
+        self.admission_gap = spec.admission_gap_seconds if spec else None
         self.seed = seed
         self.faults = faults
         self.hostile = hostile if slot.index == 0 else None
@@ -182,7 +195,9 @@ class SlotSchedule:
         return self.run(self.index_at(t))
 
     def _admission(self, queued: float, latest: float) -> float | None:
-        gap = 60.0 + unit(self.seed, "gap", self.slot.index, queued) ** 2 * 0.3 * self.length
+        gap = self.admission_gap
+        if gap is None:
+            gap = 60.0 + unit(self.seed, "gap", self.slot.index, queued) ** 2 * 0.3 * self.length
         admit = queued + gap
         stalls = [f for f in self.faults.of_kind(FaultKind.KUEUE_STALL) if self._stalls_me(f)]
         moved = True
@@ -231,7 +246,7 @@ class SlotSchedule:
             checkpoint_seconds=30.0 + round(60 * unit(*key, "ckpt")),
             steps_per_second=0.2 + 0.8 * unit(*key, "sps"),
             tensor_level=0.45 + 0.25 * unit(*key, "tensor"),
-            bandwidth=12e9 + 18e9 * unit(*key, "bw"),
+            bandwidth=self.bandwidth or 12e9 + 18e9 * unit(*key, "bw"),
             power_busy=560.0 + 120.0 * unit(*key, "power"),
             attempts=(),
             crashes=(),

@@ -95,6 +95,11 @@ class ClusterSpec:
     inference_fraction: float = 0.25
     nodes_per_leaf: int = 32
     gpus_per_node: int = 8
+    # Bytes/s per IB port of every run while it works; None: each run draws 12-30 GB/s.
+    run_bandwidth: float | None = None
+    # Seconds from a cycle's start (its workload queued) to its admission; None: drawn per cycle,
+    # 60 s up to 30 % of the cycle (a workload then waits while its slot's nodes are free).
+    admission_gap_seconds: float | None = None
     exporters: ExporterOptions = field(default_factory=ExporterOptions)
     # When set, the last node's name and slot 0's job names carry this string (XSS tests).
     hostile_label: str | None = None

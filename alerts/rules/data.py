@@ -46,6 +46,16 @@ class IbPoint(NamedTuple):
     xmit_wait: float | None
     state: int | None
     saturated: int
+    rate: float | None = None  # link capacity, bytes/s (node_exporter's rate_bytes_per_second)
+
+
+class IbPortInfo(NamedTuple):
+    """A known IB port of a node and its leaf switch ("" when the topology is unknown)."""
+
+    node: str
+    device: str
+    port: int
+    leaf_switch: str
 
 
 class IbErrorPoint(NamedTuple):
@@ -164,6 +174,8 @@ class EvaluationData:
     assignments: list[Assignment] = field(default_factory=list)
     runs: list[RunCheckpoints] = field(default_factory=list)
     leaf_switches: dict[tuple[str, str, int], str] = field(default_factory=dict)
+    # Every known port (ib_congestion's peer groups); None → the ports of ``ib`` (tests).
+    ib_ports: list[IbPortInfo] | None = None
     last_seen: dict[tuple[str, str], float] = field(default_factory=dict)
     # Shapes the selectors aggregate in SQL; None → derived from the dense points above (tests).
     throughput: list[NodeThroughput] | None = None
@@ -190,6 +202,13 @@ class EvaluationData:
             key = (pt.node, pt.ts)
             sums[key] = sums.get(key, 0.0) + (pt.tx_bytes or 0.0) + (pt.rx_bytes or 0.0)
         return [NodeThroughput(node, ts, value) for (node, ts), value in sums.items()]
+
+    def port_inventory(self) -> list[IbPortInfo]:
+        """Every known IB port with its leaf switch (fetched, else the ports of the dense rows)."""
+        if self.ib_ports is not None:
+            return self.ib_ports
+        keys = sorted({(pt.node, pt.device, pt.port) for pt in self.ib})
+        return [IbPortInfo(*key, self.leaf_switches.get(key, "")) for key in keys]
 
     def node_sample_times(self, family: str) -> dict[str, list[float]]:
         """Per node, the sorted distinct sample times of ``family`` ("gpu" or "ib") in the window."""

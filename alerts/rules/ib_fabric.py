@@ -1,78 +1,14 @@
-"""InfiniBand fabric rules: congestion, stragglers within a run, and leaf-switch faults."""
+"""InfiniBand fabric rules: stragglers within a run, and leaf-switch faults (congestion: ib_congestion.py)."""
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
 from collections.abc import Iterator
-from typing import Any
 
 from .base import BaseRule, Param, RuleSettings, register
 from .data import Detail, EvaluationData, Signal
-from .ib import PORT_KEY, leaf_extra, port_labels
-from .series import Allocations, group, median_excluding
-
-
-@register
-class IbCongestion(BaseRule):
-    """A port spends a high share of time unable to send (PortXmitWait), sustained.
-
-    share = xmit_wait ticks/s ÷ ``ticks_per_second`` (the HCA's tick rate: set it
-    for your hardware; the default assumes 1 µs ticks). Fires when the share is
-    ≥ ``wait_share_min`` (0.1) for ``for`` = 5 min; normal load stays near 0.001.
-    """
-
-    id = "ib_congestion"
-    needs = ("ib", "leaf_switches")
-    family = "ib"
-    scope = ("node", "device", "port")
-    severity = "warning"
-    for_seconds = 300
-    keep_firing_for_seconds = 120
-    params = (
-        Param(
-            "wait_share_min",
-            float,
-            0.1,
-            "share of time waiting (0..1) at or above which a port is congested",
-        ),
-        Param("ticks_per_second", float, 1.0e6, "PortXmitWait ticks per second of wall time"),
-    )
-
-    def prefilter(self, settings: RuleSettings) -> dict[str, tuple[str, list[Any]]]:
-        """Only ports that waited at least the threshold share at some step."""
-        p = settings.params
-        return {"ib": ("xmit_wait >= %s", [p["wait_share_min"] * p["ticks_per_second"]])}
-
-    def signals(self, data: EvaluationData, settings: RuleSettings) -> Iterator[Signal]:
-        share_min = settings.params["wait_share_min"]
-        ticks = settings.params["ticks_per_second"]
-        for key, points in group(data.ib, PORT_KEY):
-            shares = [(pt.xmit_wait or 0.0) / ticks for pt in points]
-            truth = [share >= share_min for share in shares]
-            if True not in truth:
-                continue
-
-            def describe(
-                i: int, key: tuple = key, shares: list = shares, points: list = points
-            ) -> Detail:
-                pt = points[i]
-                summary = f"IB congestion on {key[0]} {key[1]}:{key[2]}: waiting {shares[i]:.0%} of the time"
-                context = {
-                    "wait_share": shares[i],
-                    "xmit_wait": pt.xmit_wait,
-                    "tx_bytes": pt.tx_bytes,
-                }
-                return Detail(shares[i], summary, context)
-
-            yield Signal(
-                port_labels(*key),
-                [pt.ts for pt in points],
-                truth,
-                data.max_gap,
-                describe,
-                leaf_extra(data, key),
-            )
+from .series import Allocations, median_excluding
 
 
 @register

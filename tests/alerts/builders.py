@@ -39,6 +39,7 @@ def ib_series(node: str, device: str, start: float, end: float, **values: Any) -
         "xmit_wait": 1000.0,
         "state": 4,
         "saturated": 0,
+        "rate": 50e9,  # NDR, bytes/s
         **values,
     }
     points = []

@@ -1,4 +1,4 @@
-"""InfiniBand rules as pure functions: port errors, flaps, congestion, stragglers, saturation, switches."""
+"""InfiniBand rules as pure functions: port errors, flaps, stragglers, saturation, switches (congestion: test_rules_ib_congestion.py)."""
 
 from __future__ import annotations
 
@@ -94,21 +94,6 @@ def test_a_pegged_narrow_counter_is_flagged_with_its_bit() -> None:
         64.0,
         {"saturated_mask": 64},
     )
-
-
-def test_congestion_fires_after_five_minutes_of_high_xmit_wait_share() -> None:
-    congested = ib_series(
-        "gpu-001", "mlx5_0", NOW - 900, NOW, xmit_wait=lambda ts: 2e5 if ts >= NOW - 360 else 1e3
-    )
-    healthy = ib_series("gpu-002", "mlx5_0", NOW - 900, NOW)
-    (found,) = findings("ib_congestion", data(NOW, ib=congested + healthy))
-    assert (found.labels["node"], found.state, found.since, found.fired_at) == (
-        "gpu-001",
-        "firing",
-        NOW - 360,
-        NOW - 60,
-    )
-    assert found.detail.value == 0.2
 
 
 def test_straggler_is_the_node_far_below_the_median_of_the_others() -> None:

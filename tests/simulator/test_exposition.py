@@ -334,7 +334,7 @@ def test_a_saturated_counter_sticks_at_2_to_the_32_minus_1() -> None:
         s.labels["device"]: s.value for s in samples["node_infiniband_port_transmit_wait"].samples
     }  # type: ignore[attr-defined]
     assert waits["mlx5_1"] == 4294967295.0
-    assert waits["mlx5_0"] < 4294967295.0
+    assert waits["mlx5_0"] != 4294967295.0
 
 
 def exposition_for_node(c: Cluster, dialect: str, node: str, at: float) -> str:

@@ -89,6 +89,9 @@ class PrometheusProcess:
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     log: Path | None = None
+    # Counted back from the newest sample (live scrapes are at wall time): a history pinned at a
+    # fixed epoch needs more than the default 15d, or Prometheus drops it as the calendar moves on.
+    retention: str = "15d"
 
     @property
     def url(self) -> str:
@@ -103,7 +106,7 @@ class PrometheusProcess:
             f"--config.file={self.config}",
             f"--storage.tsdb.path={self.tsdb}",
             f"--web.listen-address=127.0.0.1:{self.port}",
-            "--storage.tsdb.retention.time=15d",
+            f"--storage.tsdb.retention.time={self.retention}",
             "--web.enable-admin-api",
         ]
         with self.log.open("wb") as log:
@@ -224,6 +227,7 @@ def simulated_prometheus(
     scrape_interval: str = "2s",
     families: str = "key",
     end: float | None = None,
+    retention: str = "15d",
 ) -> Iterator[SimulatedPrometheus]:
     """History [end - history, end) backfilled via promtool, then live scrapes from `end` on.
 
@@ -239,7 +243,8 @@ def simulated_prometheus(
     om.unlink()
     with serving(cluster) as server:
         sd = write_file_sd(renderer_for(cluster).targets, server.address, workdir / "targets.json")
-        prometheus = PrometheusProcess(write_config(workdir, sd, scrape_interval), workdir / "tsdb")
+        config = write_config(workdir, sd, scrape_interval)
+        prometheus = PrometheusProcess(config, workdir / "tsdb", retention=retention)
         prometheus.start()
         try:
             count = len(renderer_for(cluster).targets)

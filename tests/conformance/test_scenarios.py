@@ -1,0 +1,218 @@
+"""Acceptance 2: named simulator scenarios through a real Prometheus and ingest raise exactly their alerts.
+
+Each history is written by the simulator at a pinned epoch, backfilled with
+promtool, ingested by real ingest and replayed cycle by cycle (every 60 s, as the
+live hook would). ``busy_healthy`` (every run at line rate, xmit_wait rising with
+load on every busy port) must raise no alert at all over 3 h; the congestion
+scenarios, one after the other in one history, must raise one ib_congestion
+alert each at its scope (a port, a leaf switch, a run) and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from django.test.utils import override_settings
+
+from alerts.models import Alert, Evaluation
+from simulator import Cluster, ClusterSpec
+from simulator.render import renderer_for
+from simulator.scenarios import scenario_faults, with_scenario
+from tests.alerts.acceptance import Replay, empty_ingest_tables, ingest_history, replay
+from tests.support.prometheus import require_prometheus, simulated_prometheus
+
+pytestmark = [pytest.mark.prometheus, pytest.mark.django_db]
+EPOCH = datetime(2026, 11, 16, 12, 0, tzinfo=UTC)  # pinned: schedules and seeds follow from it
+NODES = 24  # two gang slots (16 + 2 nodes): runs side by side, one rail-aligned leaf group
+STEP = 30.0
+REPLAY_STEP = 60.0
+# The epoch is pinned, the calendar is not: keep ingest from dropping history older than its retention.
+PINNED_RETENTION = {
+    "INGEST_PROMETHEUS_RETENTION_DAYS": 100_000,
+    "INGEST_RAW_RETENTION_DAYS": 100_000,
+}
+HOUR = 3600.0
+GAP = 2700.0  # each 30-minute fault, then 15 minutes to resolve before the next one
+CONGESTION = (("ib_congestion", 0.0), ("ib_congestion_leaf", GAP), ("ib_congestion_run", 2 * GAP))
+# The other IB fault scenarios, together after those: each on its own port or node.
+PORT_FAULTS = ("ib_symbol_errors", "ib_link_flap", "ib_counter_saturated", "ib_straggler")
+IB_SCENARIOS = (*CONGESTION, *((name, 3 * GAP) for name in PORT_FAULTS))
+
+
+def first_fitting_spec(scenarios: tuple[tuple[str, float], ...]) -> ClusterSpec:
+    """The first seed whose busy_healthy schedule fits every scenario (each at EPOCH + offset).
+
+    On the busy cluster: the default one lets workloads wait with their slot free, a stall
+    that kueue_queue_stalled rightly reports and that is not these scenarios' fault.
+    """
+    for seed in range(1, 200):
+        spec = with_scenario(ClusterSpec(nodes=NODES, seed=seed, epoch=EPOCH), "busy_healthy")
+        try:
+            for name, offset in scenarios:
+                spec = with_scenario(spec, name, EPOCH + timedelta(seconds=offset))
+        except LookupError:
+            continue
+        return spec
+    raise LookupError("no seed fits the scenarios")
+
+
+def stored_wait() -> dict[str, float]:
+    """What ingest stored of xmit_wait: rows, rows the old 1e5 ticks/s rule fired on, the largest share."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*), count(*) FILTER (WHERE xmit_wait >= 1e5),"
+            " max(xmit_wait * 8 / rate), count(DISTINCT ts) FROM ingest_ibsample WHERE rate = 50e9"
+        )
+        rows, old_rule, share, steps = cursor.fetchone()
+    return {"rows": rows, "old_rule": old_rule, "max_share": share, "steps": steps}
+
+
+def replayed(spec: ClusterSpec, start: float, end: float, workdir: Path, blocker) -> tuple:  # noqa: ANN001
+    """(stored wait, replay, evaluations) of [start, end): served, ingested, replayed from +10 min."""
+    cluster = Cluster(spec)
+    history = timedelta(seconds=end - start)
+    with simulated_prometheus(cluster, workdir, history, STEP, "30s", "key", end, "100y") as prom:
+        with blocker.unblock(), override_settings(**PINNED_RETENTION):
+            ingest_history(prom)
+            try:
+                result = replay(start + 600, end - STEP, REPLAY_STEP)
+                return stored_wait(), result, Evaluation.objects.count()
+            finally:
+                Alert.objects.all().delete()
+                Evaluation.objects.all().delete()
+                empty_ingest_tables()
+
+
+def fired(
+    result: Replay,
+) -> dict[tuple[str, tuple[tuple[str, str], ...]], tuple[float, float | None]]:
+    """(rule, labels without alertname) → (first firing, resolved) of every alert that fired."""
+    return {
+        (s.alert.rule, tuple(sorted((k, v) for k, v in s.alert.labels.items() if k != "alertname"))):
+            (s.first_firing, s.resolved)
+        for s in result.seen.values() if s.first_firing is not None
+    }  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def busy_healthy(
+    tmp_path_factory: pytest.TempPathFactory, django_db_setup: None, django_db_blocker
+) -> Iterator[tuple]:  # noqa: ANN001
+    require_prometheus()
+    spec = with_scenario(ClusterSpec(nodes=NODES, seed=1, epoch=EPOCH), "busy_healthy")
+    end = EPOCH.timestamp()
+    yield (
+        spec,
+        replayed(
+            spec, end - 3 * HOUR, end, Path(tmp_path_factory.mktemp("busy")), django_db_blocker
+        ),
+    )
+
+
+@pytest.fixture(scope="module")
+def congestion(
+    tmp_path_factory: pytest.TempPathFactory, django_db_setup: None, django_db_blocker
+) -> Iterator[tuple]:  # noqa: ANN001
+    require_prometheus()
+    spec = first_fitting_spec(IB_SCENARIOS)
+    start = EPOCH.timestamp() - 1200
+    end = EPOCH.timestamp() + 4 * GAP
+    yield (
+        spec,
+        replayed(spec, start, end, Path(tmp_path_factory.mktemp("congestion")), django_db_blocker),
+    )
+
+
+def test_busy_healthy_runs_every_job_at_line_rate_with_wait_rising_with_load(busy_healthy) -> None:  # noqa: ANN001
+    spec, _ = busy_healthy
+    cluster = Cluster(spec)
+    t = EPOCH.timestamp() - HOUR
+    busy = [s for s in (cluster.state(n, t) for n in cluster.nodes) if s.bandwidth == 48e9]
+    assert len(busy) >= NODES // 2
+    state = busy[0]
+    ports = renderer_for(cluster).ports
+    before = ports.sample(cluster.state(state.node, t - 60), 0)
+    now = ports.sample(state, 0)
+    # Quantum units: 8 bytes lost per increment; 2e-5 bytes lost per byte sent, on every busy port.
+    assert (now.transmit_wait - before.transmit_wait) == pytest.approx(
+        (now.tx_bytes - before.tx_bytes) * 2e-5 / 8, rel=1e-9
+    )
+
+
+def test_busy_healthy_raises_no_alert_at_all_in_3_hours(busy_healthy) -> None:  # noqa: ANN001
+    _, (stored, result, evaluations) = busy_healthy
+    assert fired(result) == {}
+    # It was judged: 3 h of IB samples (359 steps: a rate needs the step before), 170 evaluations;
+    # the old rule (1e5 "ticks"/s) fired on every busy row, and the largest share lost is the
+    # load's 2e-5 × 48 GB/s × jitter ÷ 50 GB/s.
+    assert (stored["steps"], evaluations) == (359, 170)
+    assert stored["old_rule"] > stored["rows"] / 3
+    assert 1.9e-5 < stored["max_share"] < 2.0e-5
+    assert scenario_faults("busy_healthy", busy_healthy[0]) == []
+
+
+def test_each_congestion_scenario_raises_one_alert_at_its_scope_and_nothing_else(
+    congestion,
+) -> None:  # noqa: ANN001
+    spec, (_, result, _) = congestion
+    port, leaf, run = spec.faults[:3]
+    anchors = [EPOCH.timestamp() + offset for _, offset in CONGESTION]
+    leaf_name = "ib-leaf-01-rail3"
+    run_name = next(r for r in Cluster(spec).runs_at(anchors[2]) if set(r.nodes) == set(run.nodes))
+    node, device = port.nodes[0], f"mlx5_{port.ports[0]}"
+    expected = {
+        ("ib_congestion", (("device", device), ("leaf_switch", "ib-leaf-01-rail4"), ("node", node),
+                           ("port", "1"), ("severity", "warning"))): anchors[0],
+        ("ib_congestion", (("leaf_switch", leaf_name), ("severity", "warning"))): anchors[1],
+        ("ib_congestion", (("namespace", run_name.queue.namespace), ("run", run_name.name),
+                           ("severity", "warning"))): anchors[2],
+    }  # fmt: skip
+    got = fired(result)
+    assert set(got) == set(expected) | set(other_ib_faults(spec))
+    for key, anchor in expected.items():
+        first, resolved = got[key]
+        # for = 5 min, plus one ingest step to cross, plus one replay step; resolves within keep_firing_for.
+        assert anchor + 300 <= first <= anchor + 300 + STEP + REPLAY_STEP, (key, first - anchor)
+        assert (
+            resolved is not None
+            and anchor + 1800 <= resolved <= anchor + 1800 + 120 + STEP + REPLAY_STEP
+        )
+    assert (len(leaf.nodes), tuple(leaf.ports), tuple(run.ports)) == (NODES, (3,), ())
+
+
+def other_ib_faults(spec: ClusterSpec) -> dict:
+    """The alert each of the other IB fault scenarios must raise (rule, labels) → fault start."""
+    symbols, flap, saturated, straggler = spec.faults[3:]
+    node = symbols.nodes[0]
+    assert {flap.nodes[0], saturated.nodes[0]} == {node}  # one node of the run, distinct ports
+    run = next(
+        r
+        for r in Cluster(spec).runs_at(straggler.start.timestamp())
+        if straggler.nodes[0] in r.nodes
+    )
+
+    def port(rule: str, index: int, severity: str) -> tuple:
+        return (rule, (("device", f"mlx5_{index}"), ("leaf_switch", f"ib-leaf-01-rail{index}"),
+                       ("node", node), ("port", "1"), ("severity", severity)))  # fmt: skip
+
+    return {
+        port("ib_port_errors", 2, "critical"): symbols.start.timestamp(),
+        port("ib_link_flap", 5, "critical"): flap.start.timestamp(),
+        port("ib_counter_saturated", 1, "warning"): saturated.start.timestamp(),
+        ("ib_straggler", (("namespace", run.queue.namespace), ("node", straggler.nodes[0]),
+                          ("run", run.name), ("severity", "warning"))): straggler.start.timestamp(),
+    }  # fmt: skip
+
+
+def test_the_other_ib_fault_scenarios_raise_their_alert_at_their_port_or_node(congestion) -> None:  # noqa: ANN001
+    spec, (_, result, _) = congestion
+    got = fired(result)
+    assert [kind for kind in (f.kind for f in spec.faults[3:])] == list(PORT_FAULTS[:2]) + [
+        "ib_counter_saturated", "ib_straggler"]  # fmt: skip
+    for key, start in other_ib_faults(spec).items():
+        # Each fires within the first 6 minutes of its fault (straggler: for = 5 min).
+        assert start <= got[key][0] <= start + 300 + STEP + REPLAY_STEP, (key, got[key][0] - start)
