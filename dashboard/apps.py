@@ -11,6 +11,7 @@ class DashboardConfig(AppConfig):
     name = "dashboard"
 
     def ready(self) -> None:
-        from .api import schema
+        from .api import schema, schema_alerts
 
         schema.register()
+        schema_alerts.register()
