@@ -88,6 +88,11 @@ class ScopedClient(PrometheusClient):
         self, base: PrometheusClient, matcher: str, shard: tuple[int, int] | None = None
     ) -> None:
         self.url, self.timeout, self.connection = base.url, base.timeout, base.connection
+        self.shown_url, self.deadline, self.max_bytes = (
+            base.shown_url,
+            base.deadline,
+            base.max_bytes,
+        )
         self.base, self.matcher = base, matcher
         # (index, count): sources whose series carry no node label (treydock IB) read through
         # ``base`` and keep the nodes with ``owns`` (each node in exactly one shard).
