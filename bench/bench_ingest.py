@@ -97,21 +97,27 @@ def fetch_only(client, start: datetime, end: datetime) -> int:  # noqa: ANN001
     from ingest.normalize import Collected
     from ingest.queries import DCGM_MARKERS, promql
     from ingest.services import split
+    from functools import partial
+
+    from ingest.identity import resolver_for
+    from ingest.queries import GPU
     from ingest.sources.dcgm import FETCHED, gpu_key, node_by
     from ingest.sources.infiniband import IbSource, dialects_present
 
     gpu_dialect = client.detect_dialect(DCGM_MARKERS)
     points = 0
     for window in split(start, end, settings.INGEST_STEP_SECONDS, settings.INGEST_CHUNK_STEPS):
+        names = resolver_for(client, window.start, window.end)  # node identity, as ingest does
+        fetched = [c for c in FETCHED if c.name in GPU[gpu_dialect]]
         queries = [
             (promql("gpu", gpu_dialect, c.name, by=node_by()), window.fetch_start(c.kind))
-            for c in FETCHED
+            for c in fetched
         ]
         collected = Collected()
         answers = client.query_ranges(queries, window.end, window.step)
-        collected.add_answers([c.name for c in FETCHED], answers, gpu_key)
+        collected.add_answers([c.name for c in fetched], answers, partial(gpu_key, names=names))
         folded_ib = [  # the IB family's own fetch + fold, per dialect present
-            IbSource()._pull_dialect(client, dialect, window).collected
+            IbSource()._pull_dialect(client, dialect, window, names).collected
             for dialect in dialects_present(client)
         ]
         for pulled in (collected, *folded_ib):
