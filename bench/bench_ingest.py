@@ -92,15 +92,14 @@ def stored_bytes() -> int:
 def fetch_only(client, start: datetime, end: datetime) -> int:  # noqa: ANN001
     """Run the same range queries as ingest (same chunks and starts), decode and fold them as
     ingest does, count the points."""
-    from django.conf import settings
-
-    from ingest.normalize import Collected
-    from ingest.queries import DCGM_MARKERS, promql
-    from ingest.services import split
     from functools import partial
 
+    from django.conf import settings
+
     from ingest.identity import resolver_for
-    from ingest.queries import GPU
+    from ingest.normalize import Collected
+    from ingest.queries import DCGM_MARKERS, GPU, promql
+    from ingest.services import split
     from ingest.sources.dcgm import FETCHED, gpu_key, node_by
     from ingest.sources.infiniband import IbSource, dialects_present
 
