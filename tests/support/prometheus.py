@@ -76,6 +76,17 @@ def create_blocks(openmetrics: Path, tsdb: Path) -> None:
         raise RuntimeError(f"promtool failed: {result.stderr[-2000:]}")
 
 
+def stop_process(process: subprocess.Popen[bytes] | None) -> None:
+    """Terminate a process we started (by its PID), killing it if it will not stop."""
+    if process and process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
+
+
 class PrometheusError(RuntimeError):
     """Prometheus answered with an error status."""
 
@@ -131,13 +142,7 @@ class PrometheusProcess:
 
     def stop(self) -> None:
         """Terminate our Prometheus (by its PID) and wait for it."""
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=5)
+        stop_process(self.process)
         self.process = None
 
     def api(self, path: str, **params: Any) -> Any:

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.prometheus import free_port
+from tests.support.prometheus import free_port, stop_process
 
 VICTORIA_METRICS = shutil.which("victoria-metrics") or "/usr/bin/victoria-metrics"
 #: VictoriaMetrics' window for a bare selector is (t - w, t]; Prometheus 2.x's lookback is
@@ -131,13 +131,7 @@ class VictoriaMetricsProcess:
 
     def stop(self) -> None:
         """Terminate our process (by its PID) and wait for it."""
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=5)
+        stop_process(self.process)
         self.process = None
 
     def _post(self, path: str, body: bytes = b"") -> None:
