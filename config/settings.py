@@ -79,6 +79,10 @@ INGEST_NODE_LABELS = env.env_list(
 )
 INGEST_STEP_SECONDS = env.env_int("INGEST_STEP_SECONDS", INGEST_INTERVAL_SECONDS, minimum=1)
 INGEST_SETTLE_SECONDS = env.env_int("INGEST_SETTLE_SECONDS", 30, minimum=0)
+# The longest scrape interval expected of an exporter (ingest.sampling, docs/scaling.md).
+INGEST_MAX_SCRAPE_INTERVAL_SECONDS = env.env_int(
+    "INGEST_MAX_SCRAPE_INTERVAL_SECONDS", 120, minimum=1
+)
 INGEST_INITIAL_LOOKBACK_SECONDS = env.env_int("INGEST_INITIAL_LOOKBACK_SECONDS", 3600, minimum=0)
 INGEST_PROMETHEUS_RETENTION_DAYS = env.env_int("INGEST_PROMETHEUS_RETENTION_DAYS", 15, minimum=1)
 INGEST_CHUNK_STEPS = env.env_int("INGEST_CHUNK_STEPS", 120, minimum=1)

@@ -62,6 +62,8 @@ def _per_gpu(names: dict[str, str]) -> dict[str, str]:
     queries["util"] = f"max by ({{by}}, gpu, {DCGM_MODEL_LABEL}) ({names['util']})"
     # The XID message label (newer dcgm-exporter) is kept to name the event.
     queries["xid"] = f"max by ({{by}}, gpu, err_msg) ({names['xid']})"
+    # When each node's exporter really sampled (ingest.sampling): one series per node.
+    queries["sampled_at"] = f"max by ({{by}}) (timestamp({names['util']}))"
     return queries
 
 
@@ -102,7 +104,9 @@ _IB_TREYDOCK = {
 IB_MARKERS = {"node_exporter": _IB_NODE_EXPORTER["tx_bytes"], "treydock": _IB_TREYDOCK["tx_bytes"]}
 IB: dict[str, dict[str, str]] = {
     "node_exporter": {
-        c: f"max by ({{by}}, device, port) ({m})" for c, m in _IB_NODE_EXPORTER.items()
+        **{c: f"max by ({{by}}, device, port) ({m})" for c, m in _IB_NODE_EXPORTER.items()},
+        # When each node's node_exporter was really scraped (ingest.sampling).
+        "sampled_at": f"max by ({{by}}) (timestamp({_IB_NODE_EXPORTER['tx_bytes']}))",
     },
     # treydock (collectors/hca.go): no HCA port state series at all; the rate is per CA
     # (``infiniband_hca_rate_bytes_per_second{guid}``), spread here to each port of the guid.
@@ -112,6 +116,8 @@ IB: dict[str, dict[str, str]] = {
             f"max by (guid, port) (0 * {_IB_TREYDOCK['tx_bytes']} + on (guid) group_left () "
             "max by (guid) (infiniband_hca_rate_bytes_per_second))"
         ),
+        # When each HCA's counters were really read (one treydock scrape reads the fabric).
+        "sampled_at": f"max by (guid) (timestamp({_IB_TREYDOCK['tx_bytes']}))",
         # guid -> "gpu-017 HCA-1" / "worker20 mlx5_3", over the window so a port seen early maps.
         "hca_info": "max by (guid, hca) (last_over_time(infiniband_hca_info[{range}]))",
     },

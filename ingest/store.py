@@ -201,3 +201,51 @@ def upsert_ports(ports: Iterable[tuple[int, str, int, str]]) -> dict[tuple[int, 
             )
             ids.update({(n, d, p): pk for n, d, p, pk in cursor.fetchall()})
     return ids
+
+
+def stored_gpu_values(
+    at: datetime, columns: Sequence[str]
+) -> dict[str, dict[tuple[str, int], float]]:
+    """The GPU values stored at step ``at``: column → (node name, gpu) → value (non-NULL).
+
+    What a counter carried into the next window starts from (``ingest.sampling``).
+    """
+    names = [c for c in columns if c in GPU_VALUE_COLUMNS]
+    out: dict[str, dict[tuple[str, int], float]] = {c: {} for c in names}
+    if not names:
+        return out
+    select = ", ".join(f"s.{c}" for c in names)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT n.name, s.gpu, {select} FROM ingest_gpusample s "  # noqa: S608 - fixed names
+            "JOIN ingest_node n ON n.id = s.node_id WHERE s.ts = %s",
+            [at],
+        )
+        for node, gpu, *values in cursor.fetchall():
+            for name, value in zip(names, values, strict=True):
+                if value is not None:
+                    out[name][(node, gpu)] = value
+    return out
+
+
+def stored_ib_values(
+    at: datetime, columns: Sequence[str]
+) -> dict[str, dict[tuple[str, str, int], float]]:
+    """The IB values stored at step ``at``: column → (node, device, port) → value (non-NULL)."""
+    names = [c for c in columns if c in IB_VALUE_COLUMNS]
+    out: dict[str, dict[tuple[str, str, int], float]] = {c: {} for c in names}
+    if not names:
+        return out
+    select = ", ".join(f"s.{c}" for c in names)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT n.name, p.device, p.port, {select} FROM ingest_ibsample s "  # noqa: S608
+            "JOIN ingest_ibport p ON p.id = s.port_id JOIN ingest_node n ON n.id = s.node_id "
+            "WHERE s.ts = %s",
+            [at],
+        )
+        for node, device, port, *values in cursor.fetchall():
+            for name, value in zip(names, values, strict=True):
+                if value is not None:
+                    out[name][(node, device, port)] = value
+    return out

@@ -14,7 +14,7 @@ from simulator.model import Cluster
 from simulator.scenarios import SCENARIOS, with_scenario
 from simulator.server import SimulatorServer
 from simulator.spec import ClusterSpec, Dialect, ExporterOptions, default_epoch
-from simulator.targets import prometheus_config, write_file_sd
+from simulator.targets import prometheus_config, scrape_intervals, write_file_sd
 
 
 def parse_time(value: str) -> datetime:
@@ -97,6 +97,7 @@ def run_history(options: dict[str, object], say: Callable[[str], None]) -> None:
         float(options["step"]),
         Path(str(options["out"])),
         str(options["families"]),  # type: ignore[arg-type]
+        scrape_intervals(str(options.get("scrape_interval") or ""), float(options["step"])),  # type: ignore[arg-type]
     )
     say(
         f"wrote {stats.samples} samples ({stats.bytes / 1e6:.1f} MB) to {stats.path} in "

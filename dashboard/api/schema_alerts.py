@@ -76,7 +76,12 @@ def _schemas() -> None:
         "type": "object", "required": ["families", "generated_at", "prometheus", "identity"],
         "properties": {
             "families": {"type": "array", "items": {"type": "object", "required": [
-                "family", "title", "status", "dialect", "metrics", "cause", "fix", "notes"]}},
+                "family", "title", "status", "dialect", "metrics", "cause", "fix", "notes",
+                "scrape_intervals"], "properties": {"scrape_intervals": {
+                    "type": "array", "description": "per job, measured from sample spacing",
+                    "items": {"type": "object", "required": ["job", "metric", "seconds"],
+                              "properties": {"job": {"type": "string"}, "metric": {"type": "string"},
+                                             "seconds": {"type": ["number", "null"]}}}}}}},
             "generated_at": NULLABLE_TIME, "prometheus": {"type": "string",
                                                           "description": "URL, credentials removed"},
             "identity": {"type": "array", "items": {"type": "object"},
