@@ -179,3 +179,43 @@ def test_the_alert_set_is_the_same_at_every_scrape_interval(histories) -> None: 
         slowest = max(INTERVALS[name].values())
         for key, (first, _resolved) in alerts.items():
             assert abs(first - reference[key][0]) <= slowest + REPLAY_EVERY, (name, key)
+
+
+def test_coverage_shows_each_jobs_interval_measured_from_its_samples(tmp_path: Path) -> None:
+    require_prometheus()
+    from ingest.coverage import collect
+
+    end = EPOCH.timestamp()
+    cluster = Cluster(ClusterSpec(nodes=2, seed=1, epoch=EPOCH))
+    om = tmp_path / "history.om"
+    write_history(cluster, end - 900, end, STEP, om, "key", INTERVALS["mix"])
+    create_blocks(om, tmp_path / "tsdb")
+    config = tmp_path / "prometheus.yml"
+    config.write_text("global:\n  scrape_interval: 1h\n")
+    prometheus = PrometheusProcess(config, tmp_path / "tsdb", retention="100y").start()
+    try:
+        with override_settings(INGEST_MAX_SCRAPE_INTERVAL_SECONDS=100):
+            report = collect(PrometheusClient(prometheus.url), datetime.fromtimestamp(end, UTC))
+    finally:
+        prometheus.stop()
+    intervals = {
+        f.family: [(i.job, i.seconds) for i in f.scrape_intervals] for f in report.families
+    }
+    assert intervals == {
+        "gpu": [("dcgm-exporter", 15.0)],
+        "ib": [("node-exporter", 60.0)],
+        "topology": [("infiniband-exporter", 120.0)],
+        "kueue": [("kueue", 30.0)],
+        "cluster": [("kube-state-metrics", 30.0)],
+        "runs": [("kube-state-metrics", 30.0)],
+        "checkpoints": [("training-checkpoints", 60.0)],
+    }
+    topology = next(f for f in report.families if f.family == "topology")
+    assert [n for n in topology.notes if "scraped every" in n] == [
+        "infiniband-exporter is scraped every 120 s, more than "
+        "INGEST_MAX_SCRAPE_INTERVAL_SECONDS=100: a step more than 100 s after its sample is "
+        "stored as a gap. Raise INGEST_MAX_SCRAPE_INTERVAL_SECONDS to 120 or scrape it more often."
+    ]
+    assert [
+        n for f in report.families if f.family != "topology" for n in f.notes if "every" in n
+    ] == []
