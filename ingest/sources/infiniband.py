@@ -264,18 +264,59 @@ def skip_notes(pulls: list[DialectPull], no_counters: int, stateless: int) -> li
     return notes
 
 
+def preferred(
+    hcas: Mapping[str, str],
+    pulled: DialectPull,
+    earlier: list[DialectPull],
+    names: NodeResolver,
+    owns: Callable[[str], bool] | None,
+) -> set[str]:
+    """The treydock columns the earlier (preferred) dialects already have for every host HCA.
+
+    Those would be dropped by ``merge``, so they are not fetched: with node_exporter on every
+    node, treydock's counters are not read at all. Also records the GUIDs of the earlier
+    dialects' ports and the CAs skipped (what folding treydock's counters would record).
+    """
+    devices: dict[tuple[str, str], str] = {}
+    for guid, hca in hcas.items():
+        name = split_hca(hca)
+        if name.skip:
+            pulled.skipped_cas.setdefault(name.skip, set()).add(guid)
+            continue
+        located = names.located((name.node, name.device), guid, {})
+        if located is not None and (owns is None or owns(located[0])):
+            devices[located] = guid
+    for earlier_pull in earlier:
+        for key in earlier_pull.collected.keys():
+            guid = devices.get(key[:2])  # type: ignore[index]
+            if guid:
+                pulled.guids[key] = guid  # type: ignore[index]
+    covered = set()
+    for column in IB["treydock"]:
+        have = {key[:2] for e in earlier for key in e.collected.keys_of(column)}  # type: ignore[index]
+        if earlier and devices.keys() <= have:
+            covered.add(column)
+    return covered
+
+
 class IbSource(Source):
     """IB exporters → ``IbPort`` and ``IbSample`` rows."""
 
     family = Family.IB
 
     def _pull_dialect(
-        self, client: PrometheusClient, dialect: str, window: Window, names: NodeResolver
+        self,
+        client: PrometheusClient,
+        dialect: str,
+        window: Window,
+        names: NodeResolver,
+        earlier: list[DialectPull] | None = None,
     ) -> DialectPull:
         pulled = DialectPull(dialect, Collected())
         key_of: Callable[[Mapping[str, str]], PortKey | None] = partial(
             node_exporter_key, names=names
         )
+        covered: set[str] = set()
         if dialect == "treydock":
             # treydock has no node label: a shard reads the whole fabric, keeps its own nodes.
             client, owns = getattr(client, "base", client), getattr(client, "owns", None)
@@ -284,8 +325,12 @@ class IbSource(Source):
             hcas = {s.labels.get("guid", ""): s.labels.get("hca", "") for s in info.series}
             key_of = TreydockKeyer(hcas, pulled, owns, names)
             pulled.collected.skipped += info.skipped
+            covered = preferred(hcas, pulled, earlier or [], names, owns)
         by = node_by()
-        columns = [c for c in SPEC if c.name in IB[dialect]]  # treydock has no port state
+        # treydock has no port state; what a preferred dialect has is not fetched twice.
+        columns = [c for c in SPEC if c.name in IB[dialect] and c.name not in covered]
+        if not columns:
+            return pulled
         queries = [
             (promql("ib", dialect, c.name, by=by), window.fetch_start(c.kind)) for c in columns
         ]
@@ -317,7 +362,9 @@ class IbSource(Source):
     def pull(self, client: PrometheusClient, window: Window) -> Batch:
         """Per dialect present, one query_range per column (counters from the window start)."""
         names = resolver_for(client, window.start, window.end)
-        pulls = [self._pull_dialect(client, d, window, names) for d in dialects_present(client)]
+        pulls: list[DialectPull] = []
+        for dialect in dialects_present(client):
+            pulls.append(self._pull_dialect(client, dialect, window, names, pulls))
         collected, origin = merge(pulls)
         keys, no_counters = ib_ports(collected)
         guids: dict[PortKey, str] = {}
