@@ -15,10 +15,11 @@ from typing import Any
 import redis
 from celery.signals import task_failure, task_retry, task_success
 from django.conf import settings
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from django.urls import Resolver404, resolve
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 log = logging.getLogger(__name__)
@@ -111,6 +112,36 @@ class TaskOutcomeCollector(Collector):
 
 
 REGISTRY.register(TaskOutcomeCollector())
+HEARTBEAT = "clusterwatch_worker_heartbeat_timestamp_seconds"
+HEARTBEAT_HELP = (
+    "Unix time of the newest worker heartbeat (beat sends it, a `celery` queue worker writes it)."
+)
+
+
+class HeartbeatCollector(Collector):
+    """Exports the newest WorkerHeartbeat: stale when beat or the `celery` queue's worker is gone."""
+
+    def describe(self) -> Iterable[Metric]:
+        """The metric name, without reading Postgres (called at registration)."""
+        yield GaugeMetricFamily(HEARTBEAT, HEARTBEAT_HELP)
+
+    def collect(self) -> Iterable[Metric]:
+        from django.db.models import Max
+
+        from .models import WorkerHeartbeat
+
+        gauge = GaugeMetricFamily(HEARTBEAT, HEARTBEAT_HELP)
+        try:
+            newest = WorkerHeartbeat.objects.aggregate(newest=Max("seen_at"))["newest"]
+        except DatabaseError as exc:
+            log.warning("could not read the worker heartbeats: %s", exc)
+            newest = None
+        if newest is not None:
+            gauge.add_metric([], newest.timestamp())
+        yield gauge
+
+
+REGISTRY.register(HeartbeatCollector())
 
 
 def register_collector(collector: Collector) -> None:
