@@ -58,16 +58,27 @@ def count_given_up(kind: str, outcome: str) -> None:
     _count(GIVEN_UP_KEY, f"{kind}|{outcome}")
 
 
-def _redis_counter(name: str, help_text: str, key: str, labels: list[str]) -> Metric:
+def _redis_counter(
+    name: str, help_text: str, key: str, labels: list[str], zeros: Iterable[str] = ()
+) -> Metric:
+    """A counter of ``kind|detail`` fields of one Redis hash; ``zeros`` are exported as 0 until counted."""
     family = CounterMetricFamily(name, help_text, labels=labels)
     try:
-        counts = _redis().hgetall(key)
+        counts = {field.decode(): float(value) for field, value in _redis().hgetall(key).items()}
     except redis.RedisError:
-        counts = {}
-    for field, value in sorted(counts.items()):
-        kind, _, detail = field.decode().partition("|")
-        family.add_metric([kind, detail], float(value))
+        return family
+    for field, value in sorted((dict.fromkeys(zeros, 0.0) | counts).items()):
+        kind, _, detail = field.partition("|")
+        family.add_metric([kind, detail], value)
     return family
+
+
+def _given_up_fields() -> list[str]:
+    """Every (channel kind, final outcome): a series from 0, so the first one shows in increase()."""
+    from ..models import AttemptOutcome, ChannelKind
+
+    final = (AttemptOutcome.GAVE_UP, AttemptOutcome.REJECTED, AttemptOutcome.CHANNEL_GONE)
+    return [f"{kind}|{outcome.value}" for kind in ChannelKind.values for outcome in final]
 
 
 class NotificationCollector(Collector):
@@ -83,7 +94,9 @@ class NotificationCollector(Collector):
 
     def collect(self) -> Iterable[Metric]:
         yield _redis_counter(FAILURES, FAILURES_HELP, FAILURES_KEY, ["kind", "status"])
-        yield _redis_counter(GIVEN_UP, GIVEN_UP_HELP, GIVEN_UP_KEY, ["kind", "outcome"])
+        yield _redis_counter(
+            GIVEN_UP, GIVEN_UP_HELP, GIVEN_UP_KEY, ["kind", "outcome"], _given_up_fields()
+        )
         yield self._disabled_channels()
         yield from self._backlog()
 
