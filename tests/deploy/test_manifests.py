@@ -445,8 +445,12 @@ def test_config_map_and_secret_set_only_settings_the_app_reads(objects: list[Obj
     ]  # the only value without a secret
 
 
-def test_web_environment_passes_manage_py_check_deploy(objects: list[Object]) -> None:
-    environment = container_env(_main(objects, "clusterwatch-web"), objects, secret_example(), POD)
+def test_web_environment_passes_manage_py_check_deploy(rendered: dict[str, list[Object]]) -> None:
+    small, large = rendered["small"], rendered["large"]
+    settings_of = {
+        name: one(o, "ConfigMap", "clusterwatch-settings")["data"] for name, o in rendered.items()
+    }
+    environment = container_env(_main(small, "clusterwatch-web"), small, secret_example(), POD)
     env = {"PATH": os.environ["PATH"], "DJANGO_SETTINGS_MODULE": "config.settings", **environment}
 
     finished = subprocess.run(
@@ -460,3 +464,8 @@ def test_web_environment_passes_manage_py_check_deploy(objects: list[Object]) ->
 
     assert finished.returncode == 0, finished.stdout + finished.stderr
     assert re.search(r"System check identified no issues", finished.stdout), finished.stdout
+    # The large overlay's web pods differ only in INGEST_SHARDS (checked by the ingest workers).
+    assert {
+        k for k in settings_of["small"] if settings_of["small"][k] != settings_of["large"][k]
+    } == {"INGEST_SHARDS"}
+    assert _main(large, "clusterwatch-web")["env"] == _main(small, "clusterwatch-web")["env"]
