@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
+from datetime import datetime
 
-from django.db import DatabaseError
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-log = logging.getLogger(__name__)
+from core.metrics import timestamp_gauge
 
 LAST_EVALUATION = "clusterwatch_alerts_last_evaluation_timestamp_seconds"
 LAST_EVALUATION_HELP = "Unix time of the newest evaluation of all rules (its started_at)."
@@ -25,14 +24,8 @@ class EvaluationCollector(Collector):
     def collect(self) -> Iterable[Metric]:
         from .models import Evaluation
 
-        gauge = GaugeMetricFamily(LAST_EVALUATION, LAST_EVALUATION_HELP)
-        # Evaluations hold one lock at a time: the highest id is the newest (the primary key index).
-        newest = Evaluation.objects.order_by("-pk").values_list("started_at", flat=True)
-        try:
-            found = newest.first()
-        except DatabaseError as exc:
-            log.warning("could not read the last evaluation: %s", exc)
-            found = None
-        if found is not None:
-            gauge.add_metric([], found.timestamp())
-        yield gauge
+        def newest() -> datetime | None:
+            # Evaluations take one lock at a time: the highest id is the newest (primary key index).
+            return Evaluation.objects.order_by("-pk").values_list("started_at", flat=True).first()
+
+        yield timestamp_gauge(LAST_EVALUATION, LAST_EVALUATION_HELP, newest)

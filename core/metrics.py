@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from typing import Any
 
 import redis
@@ -118,6 +119,19 @@ HEARTBEAT_HELP = (
 )
 
 
+def timestamp_gauge(name: str, help_text: str, newest: Callable[[], datetime | None]) -> Metric:
+    """A gauge of the Unix time ``newest()`` reads at scrape time (no sample: none, or no database)."""
+    gauge = GaugeMetricFamily(name, help_text)
+    try:
+        moment = newest()
+    except DatabaseError as exc:  # a scrape must not fail because the database is down
+        log.warning("could not read %s: %s", name, exc)
+        return gauge
+    if moment is not None:
+        gauge.add_metric([], moment.timestamp())
+    return gauge
+
+
 class HeartbeatCollector(Collector):
     """Exports the newest WorkerHeartbeat: stale when beat or the `celery` queue's worker is gone."""
 
@@ -130,15 +144,10 @@ class HeartbeatCollector(Collector):
 
         from .models import WorkerHeartbeat
 
-        gauge = GaugeMetricFamily(HEARTBEAT, HEARTBEAT_HELP)
-        try:
-            newest = WorkerHeartbeat.objects.aggregate(newest=Max("seen_at"))["newest"]
-        except DatabaseError as exc:
-            log.warning("could not read the worker heartbeats: %s", exc)
-            newest = None
-        if newest is not None:
-            gauge.add_metric([], newest.timestamp())
-        yield gauge
+        def newest() -> datetime | None:
+            return WorkerHeartbeat.objects.aggregate(newest=Max("seen_at"))["newest"]
+
+        yield timestamp_gauge(HEARTBEAT, HEARTBEAT_HELP, newest)
 
 
 REGISTRY.register(HeartbeatCollector())
