@@ -253,7 +253,7 @@ def test_web_workers_and_beat_start_from_the_manifests_command_lines(
             )
 
         wait_until(
-            every_beat_task_ran, 30, "a successful run of each task beat sends", interval=0.5
+            every_beat_task_ran, 45, "a successful run of each task beat sends", interval=0.5
         )
         readyz = requests.get(f"{base_url}/readyz", timeout=10)
         alive = {workload: process.alive() for workload, process in started.items()}
