@@ -431,6 +431,9 @@ SECURE_HSTS_SECONDS = 31536000 if SECURE_HTTPS else 0
 SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HTTPS
 SECURE_HSTS_PRELOAD = SECURE_HTTPS
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if SECURE_HTTPS else None
+# Kubelet probes and Prometheus scrapes reach the pod over plain HTTP, without the proxy's header:
+# answer them there instead of redirecting them to https:// (which a probe would count as success).
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
