@@ -10,7 +10,8 @@ from typing import Any
 
 from django.db import connection
 from django.db.models import Count, Q, QuerySet
-from django.utils import timezone
+
+from core import clock
 
 from .models import ACTIVE_STATES, Alert, AlertEvent, AlertState, Evaluation, Silence
 from .silences import matches_all, parse_matchers
@@ -105,7 +106,7 @@ def silences(*, include_expired: bool = True) -> list[Silence]:
     """Silences, newest first; expired ones (kept 5 days) only with ``include_expired``."""
     qs = Silence.objects.select_related("created_by").order_by("-starts_at", "-id")
     if not include_expired:
-        qs = qs.filter(Q(ends_at__isnull=True) | Q(ends_at__gt=timezone.now()))
+        qs = qs.filter(Q(ends_at__isnull=True) | Q(ends_at__gt=clock.now()))
     return list(qs)
 
 
@@ -142,7 +143,7 @@ def serialize_alert(alert: Alert) -> dict[str, Any]:
 
 def serialize_silence(silence: Silence) -> dict[str, Any]:
     """The API shape of a silence."""
-    now = timezone.now()
+    now = clock.now()
     state = (
         "active" if silence.is_active(now) else "pending" if silence.starts_at > now else "expired"
     )

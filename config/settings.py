@@ -115,8 +115,6 @@ except (ValueError, AssertionError):
         "INGEST_PROMQL_OVERRIDES: expected a JSON object of family.dialect.name -> PromQL"
     )
     INGEST_PROMQL_OVERRIDES = {}
-# Test-only: seconds to sleep after each committed chunk (lets a test kill a worker mid-cycle).
-INGEST_CHUNK_PAUSE_SECONDS = env.env_float("INGEST_CHUNK_PAUSE_SECONDS", 0.0, minimum=0.0)
 # Node pool from taints: taint key (or key=value) -> pool; "" means the taint's value names it.
 INGEST_POOL_TAINTS = env.env_json_object(
     "INGEST_POOL_TAINTS",

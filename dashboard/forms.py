@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django import forms
-from django.utils import timezone
 
+from core import clock
 from core.validation import InputError, check_time
 
 from .choices import (
@@ -108,7 +108,7 @@ class RangeForm(forms.Form):
             return TimeRange(start, end, step)
         span = WINDOW_SPANS[data.get("window") or self.default_window]
         step = capped_step(span, data.get("step") or step_for(span, width))
-        end = align_up(timezone.now(), step)
+        end = align_up(clock.now(), step)
         return TimeRange(end - span, end, step)
 
 

@@ -11,11 +11,13 @@ tiles for 5-minute columns.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from itertools import chain, repeat
 from typing import NamedTuple
 
 from django.db import connection
+
+from core import clock
 
 from .health import current_lags
 from .heatmap_metrics import (
@@ -342,7 +344,7 @@ class NodeLatest(NamedTuple):
 
 def latest_per_node(now: datetime | None = None) -> dict[str, NodeLatest]:
     """node name → ``NodeLatest`` from each GPU's / port's latest sample of the last 10 minutes."""
-    since = (now or datetime.now(UTC)) - timedelta(minutes=10)
+    since = (now or clock.now()) - timedelta(minutes=10)
     gpu = _fetch(
         "SELECT n.name, max(l.ts), avg(l.util), avg(l.tensor), sum(l.power), max(l.temp) FROM ("
         " SELECT DISTINCT ON (node_id, gpu) * FROM ingest_gpusample WHERE ts >= %s"

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from django.conf import settings
 from django.core.cache import cache
 
+from core import clock
 from ingest.models import IngestCursor, Node
 
 from .. import alerting, summaries
@@ -142,7 +143,6 @@ def warm(event: Mapping[str, Any]) -> int:
     An ``INGEST_AFTER_COMMIT_HOOKS`` entry taking the ``IngestCommitted`` event;
     returns how many heatmaps were built.
     """
-    from django.utils import timezone
 
     from .views import build_heatmap, overview_window, utilization_block
 
@@ -156,5 +156,5 @@ def warm(event: Mapping[str, Any]) -> int:
                      "width": WARM_WIDTH}  # fmt: skip
             built += build_heatmap(query) is not None
     if "gpu" in families:
-        utilization_block(*overview_window(timezone.now()))  # not counted: not a heatmap
+        utilization_block(*overview_window(clock.now()))  # not counted: not a heatmap
     return built

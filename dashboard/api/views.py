@@ -8,9 +8,9 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
-from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from core import clock
 from ingest import selectors
 from ingest.models import Node
 
@@ -71,7 +71,7 @@ def utilization_block(start: datetime, end: datetime) -> dict[str, Any]:
 
 def overview_body() -> dict[str, Any]:
     """Everything the overview shows, as JSON-ready data; built once per change (see ``overview_key``)."""
-    now = timezone.now()
+    now = clock.now()
     return cached(overview_key(now), lambda: build_overview(now))
 
 

@@ -89,7 +89,8 @@ def subprocess_env(**overrides: str) -> dict[str, str]:
     # Browser tests allow sync ORM calls inside Playwright's loop in *this* process only.
     environment.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     environment.update(
-        DJANGO_SETTINGS_MODULE="config.settings",
+        # The test settings: the production ones plus the test-only knobs (chunk pause).
+        DJANGO_SETTINGS_MODULE="tests.settings",
         PYTHONPATH=str(BASE_DIR),
         PYTHONUNBUFFERED="1",
         DATABASE_URL=_database_url(connection.settings_dict),
