@@ -5,6 +5,7 @@ Every function returns model instances or plain dicts and never writes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -13,7 +14,7 @@ from django.db.models import Count, Q, QuerySet
 
 from core import clock
 
-from .models import ACTIVE_STATES, Alert, AlertEvent, AlertState, Evaluation, Silence
+from .models import ACTIVE_STATES, Alert, AlertState, Evaluation, Silence
 from .silences import matches_all, parse_matchers
 
 
@@ -48,18 +49,16 @@ def _overlapping(qs: QuerySet[Alert], start: datetime, end: datetime) -> QuerySe
     )
 
 
-def alerts_for_node(name: str, start: datetime, end: datetime) -> list[Alert]:
-    """Alerts of one node (pending, firing or resolved) whose lifetime overlaps [start, end], oldest first."""
-    qs = Alert.objects.filter(node=name).exclude(state=AlertState.INACTIVE)
-    return list(_overlapping(qs, start, end).order_by("pending_since", "id"))
+def alerts_for_run(
+    nodes: Sequence[str], start: datetime, end: datetime, limit: int = 500
+) -> list[Alert]:
+    """Alerts on any of a run's nodes whose lifetime overlaps [start, end], oldest first.
 
-
-def alerts_for_run(namespace: str, run: str, start: datetime, end: datetime) -> list[Alert]:
-    """Alerts labelled with a run (drift, stragglers, stale checkpoints) overlapping [start, end]."""
-    qs = Alert.objects.filter(labels__namespace=namespace, labels__run=run).exclude(
-        state=AlertState.INACTIVE
-    )
-    return list(_overlapping(qs, start, end).order_by("pending_since", "id"))
+    Pending, firing and resolved ones; never the inactive ones (a pending blip that never
+    fired is no alert: drawn, it would last to the end of the run, for it has no resolved_at).
+    """
+    qs = Alert.objects.filter(node__in=list(nodes)).exclude(state=AlertState.INACTIVE)
+    return list(_overlapping(qs, start, end).order_by("pending_since", "id")[:limit])
 
 
 def alert_counts_by_state() -> dict[str, int]:
@@ -90,16 +89,6 @@ def firing_counts_by_severity() -> dict[str, int]:
     for row in rows.annotate(n=Count("id")):
         counts[row["severity"]] = row["n"]
     return counts
-
-
-def alert_history(alert_id: int) -> list[AlertEvent]:
-    """The transitions of one alert, oldest first."""
-    return list(AlertEvent.objects.filter(alert_id=alert_id).order_by("ts", "id"))
-
-
-def last_evaluation() -> Evaluation | None:
-    """The most recent evaluation (when, how long, what changed), if any."""
-    return Evaluation.objects.order_by("-firing_at").first()
 
 
 def silences(*, include_expired: bool = True) -> list[Silence]:

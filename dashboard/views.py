@@ -81,7 +81,6 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
         "pool_changes": PoolChange.objects.filter(node=node).order_by("-ts")[:10],
         "runs": summaries.node_runs(node),
         "alerts": alerting.for_node(node.name),
-        "alerting": alerting.available(),
         "windows": Window.choices,
     }
     return render(request, "dashboard/node_detail.html", context)
@@ -101,7 +100,6 @@ def alert_list(request: HttpRequest) -> HttpResponse:
         "form": form,
         "alerts": rows,
         "counts": alerting.counts(),
-        "alerting": alerting.available(),
         "states": ["firing", "pending", "silenced", "resolved"],
     }
     return render(request, "dashboard/alert_list.html", context)

@@ -423,11 +423,6 @@ def family_health() -> list[FamilyHealthRow]:
     ]
 
 
-def ingest_lag() -> dict[str, float]:
-    """family → seconds its data is behind now (families that have run)."""
-    return current_lags()
-
-
 def _node_filter(nodes: list[str] | None) -> tuple[str, list]:
     return ("AND n.name = ANY(%s)", [list(nodes)]) if nodes else ("", [])
 

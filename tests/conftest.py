@@ -37,11 +37,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("bad environment for the tests: " + "; ".join(env.ERRORS))
 
 
-try:
-    from tests.support.fixtures import *  # noqa: F403 - Prometheus and simulator fixtures
-except ModuleNotFoundError as missing:
-    if missing.name != "tests.support.fixtures":
-        raise
+from tests.support.fixtures import *  # noqa: E402,F403 - Prometheus and simulator fixtures
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -121,10 +121,9 @@ alert = plain
 
 
 def alerts_block(firing: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Whether alerting is available, counts per state and the firing alerts (``firing`` if given)."""
+    """Counts per state and the firing alerts (``firing`` if given)."""
     firing = alerting.firing() if firing is None else firing
     return {
-        "available": alerting.available(),
         "counts": alerting.counts(),
         "firing": [alert(a) for a in firing[:50]],
     }
