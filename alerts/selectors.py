@@ -15,6 +15,7 @@ from django.db.models import Count, Q, QuerySet
 from core import clock
 
 from .models import ACTIVE_STATES, Alert, AlertState, Evaluation, Silence
+from .severity import Severity
 from .silences import matches_all, parse_matchers
 
 
@@ -83,7 +84,7 @@ def alert_counts_by_state() -> dict[str, int]:
 
 def firing_counts_by_severity() -> dict[str, int]:
     """Firing alerts per severity (critical, warning, info), muted ones excluded."""
-    counts = {"critical": 0, "warning": 0, "info": 0}
+    counts = dict.fromkeys(Severity.values, 0)
     # firing_alerts() is ordered by firing_at: without order_by() each start time is its own group.
     rows = firing_alerts(include_muted=False).order_by().values("severity")
     for row in rows.annotate(n=Count("id")):

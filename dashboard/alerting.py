@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from alerts import selectors
+from alerts.severity import rank
 
-SEVERITY_RANK = {"critical": 2, "warning": 1, "info": 0}
 STATES = ("firing", "pending", "silenced", "resolved")
 #: How many alerts a filtered list looks through (severity and text filters apply in Python).
 SCAN_LIMIT = 5000
@@ -67,7 +67,7 @@ def change_marker() -> str:
 def firing() -> list[dict[str, Any]]:
     """Firing alerts, silenced ones included (marked), worst first."""
     rows = [_row(a) for a in selectors.firing_alerts()[:500]]
-    return sorted(rows, key=lambda a: (a["silenced"], -SEVERITY_RANK.get(a["severity"], 0)))
+    return sorted(rows, key=lambda a: (a["silenced"], -rank(a["severity"])))
 
 
 def node_marks(firing_rows: list[dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:

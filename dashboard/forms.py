@@ -12,12 +12,15 @@ from core import clock
 from core.validation import InputError, check_time
 
 from .choices import (
+    DEFAULT_HEATMAP_METRIC,
+    DEFAULT_RAILS_METRIC,
+    HEATMAP_METRIC_CHOICES,
+    IB_METRIC_CHOICES,
     MAX_COLUMNS,
     MAX_SPAN,
     NICE_STEPS,
     PIXELS_PER_COLUMN,
     WINDOW_SPANS,
-    HeatmapMetric,
     HeatmapSort,
     Window,
 )
@@ -115,11 +118,11 @@ class RangeForm(forms.Form):
 class HeatmapForm(RangeForm):
     """``/api/v1/heatmap`` and ``/fabric/``: metric, range, row order."""
 
-    metric = forms.ChoiceField(choices=HeatmapMetric.choices, required=False)
+    metric = forms.ChoiceField(choices=HEATMAP_METRIC_CHOICES, required=False)
     sort = forms.ChoiceField(choices=HeatmapSort.choices, required=False)
 
     def clean_metric(self) -> str:
-        return self.cleaned_data.get("metric") or HeatmapMetric.IB_TX
+        return self.cleaned_data.get("metric") or DEFAULT_HEATMAP_METRIC
 
     def clean_sort(self) -> str:
         return self.cleaned_data.get("sort") or HeatmapSort.NAME
@@ -128,10 +131,10 @@ class HeatmapForm(RangeForm):
 class RailsForm(RangeForm):
     """``/api/v1/rails``: nodes × HCA ports for a window."""
 
-    metric = forms.ChoiceField(choices=HeatmapMetric.choices[:5], required=False)
+    metric = forms.ChoiceField(choices=IB_METRIC_CHOICES, required=False)
 
     def clean_metric(self) -> str:
-        return self.cleaned_data.get("metric") or HeatmapMetric.IB_ERRORS
+        return self.cleaned_data.get("metric") or DEFAULT_RAILS_METRIC
 
 
 class NodeForm(RangeForm):

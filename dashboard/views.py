@@ -11,7 +11,7 @@ from . import alerting, charts, summaries
 from .api import serialize
 from .api.cache import node_columns
 from .api.views import overview_body
-from .choices import IB_METRICS, HeatmapMetric, HeatmapSort, Window
+from .choices import HEATMAP_METRIC_CHOICES, IB_METRICS, HeatmapSort, Window
 from .forms import AlertFilterForm, NodeForm
 
 
@@ -36,7 +36,7 @@ def fabric(request: HttpRequest) -> HttpResponse:
     """The per-node heatmap and rails view; drawn in the browser from /api/v1/heatmap."""
     context = {
         "title": "Fabric",
-        "metrics": HeatmapMetric.choices,
+        "metrics": HEATMAP_METRIC_CHOICES,
         "ib_metrics": sorted(IB_METRICS),
         "sorts": HeatmapSort.choices,
         "windows": Window.choices,

@@ -22,7 +22,7 @@ from core import clock
 from .health import current_lags
 from .heatmap_metrics import (
     HEATMAP_METRICS,
-    HeatmapMetric,
+    MetricSpec,
     display_floats,
     node_rollup_heatmap_sql,
     raw_heatmap_sql,
@@ -188,7 +188,7 @@ def heatmap_rows(
 
 
 def _tile_rows(
-    metric: str, spec: HeatmapMetric, times: list[datetime], sort: str
+    metric: str, spec: MetricSpec, times: list[datetime], sort: str
 ) -> tuple[list[str], list[str]]:
     # Postgres slices, joins and sorts the rows: one (name, JSON array text) per node.
     found = _fetch(tile_heatmap_sql(spec, sort), tile_params(metric, times[0], len(times)))
@@ -196,7 +196,7 @@ def _tile_rows(
 
 
 def _column_rows(
-    sql: str, spec: HeatmapMetric, start: datetime, end: datetime, step: int, width: int, sort: str
+    sql: str, spec: MetricSpec, start: datetime, end: datetime, step: int, width: int, sort: str
 ) -> tuple[list[str], list[str]]:
     # (column index, node ids, cells) rows from ``sql``, transposed here into node rows.
     params = {"step": step, "start": start, "end": end, "start_epoch": start.timestamp()}

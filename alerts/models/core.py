@@ -16,13 +16,7 @@ from django.utils import timezone
 
 from ingest.models import Node
 
-
-class Severity(models.TextChoices):
-    """How bad an alert is; routing and notification styling key on it."""
-
-    CRITICAL = "critical", "Critical"
-    WARNING = "warning", "Warning"
-    INFO = "info", "Info"
+from ..severity import Severity
 
 
 class AlertState(models.TextChoices):

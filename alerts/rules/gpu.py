@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from operator import attrgetter
 from typing import Any
 
+from ingest.drift import HUNG_GPU
+
 from .base import BaseRule, Param, RuleSettings, register
 from .data import Detail, EvaluationData, GpuPoint, NvlinkPoint, Signal, XidPoint
 from .series import Allocations, duration, group, iso, streak_start
@@ -47,11 +49,16 @@ class TensorDrift(BaseRule):
     for_seconds = 600
     keep_firing_for_seconds = 120
     params = (
-        Param("util_min", float, 90.0, "GPU util (%) at or above which the GPU counts as busy"),
+        Param(
+            "util_min",
+            float,
+            HUNG_GPU.util_min_percent,
+            "GPU util (%) at or above which the GPU counts as busy",
+        ),
         Param(
             "tensor_max",
             float,
-            0.05,
+            HUNG_GPU.tensor_max_ratio,
             "tensor-core activity (0..1) at or below which they count as idle",
         ),
         Param(

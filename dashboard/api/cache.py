@@ -32,7 +32,7 @@ from core import clock
 from ingest.models import IngestCursor, Node
 
 from .. import alerting, summaries
-from ..choices import IB_METRICS, NICE_STEPS, HeatmapMetric, HeatmapSort
+from ..choices import HEATMAP_METRIC_IDS, IB_METRICS, NICE_STEPS, HeatmapSort
 from ..forms import TimeRange
 
 T = TypeVar("T")
@@ -150,7 +150,7 @@ def warm(event: Mapping[str, Any]) -> int:
         return 0
     families = set(event.get("families") or ())
     built = 0
-    for metric in HeatmapMetric.values:
+    for metric in HEATMAP_METRIC_IDS:
         if ("ib" if metric in IB_METRICS else "gpu") in families:
             query = {"metric": metric, "window": WARM_WINDOW, "sort": HeatmapSort.NAME,
                      "width": WARM_WIDTH}  # fmt: skip

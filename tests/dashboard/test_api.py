@@ -152,7 +152,7 @@ def test_overview_counts_states_and_reports_drift_hours(
         "missing": 0,
     }
     # the drift node: 2 GPUs × 12 five-minute buckets drifted
-    assert body["utilization"]["drift_gpu_hours"]["cluster"] == pytest.approx(2.0)
+    assert body["utilization"]["idle_tensor_gpu_hours"]["cluster"] == pytest.approx(2.0)
     cluster_series = body["utilization"]["series"]["cluster"]
     assert max(v for v in cluster_series["util"] if v is not None) == pytest.approx(
         (3 * UTIL + DRIFT_UTIL) / 4
