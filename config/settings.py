@@ -100,7 +100,7 @@ if INGEST_IB_DIALECT not in {"auto", "node_exporter", "treydock"}:
     )
     INGEST_IB_DIALECT = "auto"
 INGEST_AFTER_COMMIT_HOOKS = env.env_list(
-    "INGEST_AFTER_COMMIT_HOOKS", ["alerts.hooks.on_ingest_committed", "dashboard.api.cache.warm"]
+    "INGEST_AFTER_COMMIT_HOOKS", ["alerts.hooks.on_ingest_committed", "dashboard.api.builders.warm"]
 )
 # The overview is cached until the next ingest commit or alert change, and at most this long
 # (what only the clock changes: ingest lag, missing nodes). 0: built on every request.

@@ -9,8 +9,8 @@ from ingest.models import IbPort, Node, PoolChange
 
 from . import alerting, charts, summaries
 from .api import serialize
+from .api.builders import overview_body
 from .api.cache import node_columns
-from .api.views import overview_body
 from .choices import HEATMAP_METRIC_CHOICES, IB_METRICS, HeatmapSort, Window
 from .forms import AlertFilterForm, NodeForm
 

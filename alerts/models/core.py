@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from ingest.models import Node
 
+from ..matchers import describe_matchers
 from ..severity import Severity
 
 
@@ -129,8 +130,6 @@ class Silence(models.Model):
         indexes = [models.Index(fields=["ends_at"])]
 
     def __str__(self) -> str:
-        from alerts.silences import describe_matchers
-
         return describe_matchers(self.matchers)
 
     def is_active(self, now: object = None) -> bool:

@@ -225,7 +225,7 @@ def test_heatmap_is_cached_per_ingest_cursor(
 def test_cache_warm_hook_builds_the_committed_families_24h_heatmaps(
     logged_in_client: Client, cluster: Cluster, fixed_epoch: datetime, django_assert_max_num_queries
 ) -> None:  # noqa: ANN001
-    from dashboard.api.cache import warm
+    from dashboard.api.builders import warm
     from ingest.events import ingest_committed
     from ingest.models import IngestCursor
 
