@@ -24,7 +24,7 @@ class TensorDrift(BaseRule):
     """GPU util says busy while the tensor cores are idle, for a sustained time, on a GPU of a run.
 
     A GPU stuck in a hung NCCL collective shows ~100 % util at ~70 W with idle
-    tensor cores (DOMAIN.md). The condition at a step: util ≥ ``util_min`` (90 %)
+    tensor cores (docs/domain.md, "Drift"). The condition at a step: util ≥ ``util_min`` (90 %)
     and tensor activity ≤ ``tensor_max`` (0.05) and, when exported, SM activity
     ≤ ``sm_max`` (0.3: NCCL's spinning kernels occupy a few SMs) and power ≤
     ``power_max_watts`` (200 W: an H100/H200 training step draws 400–700 W).
