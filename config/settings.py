@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 from pathlib import Path
+from typing import Any
 
 from kombu import Queue
 
@@ -279,7 +280,7 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {
+DATABASES: dict[str, dict[str, Any]] = {
     "default": {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": DATABASE_URL.name,
@@ -406,9 +407,11 @@ AUTH_PASSWORD_VALIDATORS = [
 STATIC_URL = "/static/"
 STATIC_ROOT = Path(env.env_str("STATIC_ROOT", str(BASE_DIR / "var" / "staticfiles")))
 # plotly.js is served from our own static files: the copy shipped inside the plotly package.
+_PLOTLY = importlib.util.find_spec("plotly")
+assert _PLOTLY is not None and _PLOTLY.origin, "plotly is missing: pip install -r requirements.lock"
 STATICFILES_DIRS = [
     BASE_DIR / "static",
-    ("vendor/plotly", Path(importlib.util.find_spec("plotly").origin).parent / "package_data"),
+    ("vendor/plotly", Path(_PLOTLY.origin).parent / "package_data"),
 ]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

@@ -85,7 +85,7 @@ class RangeForm(forms.Form):
         return bounded_time(self, "end")
 
     def clean(self) -> dict[str, object]:
-        data = super().clean()
+        data = super().clean() or {}
         start, end = data.get("start"), data.get("end")
         if (start is None) != (end is None) and not self.errors:
             missing = "end" if end is None else "start"

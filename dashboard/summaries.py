@@ -50,7 +50,7 @@ class Utilization:
     idle_tensor_gpu_hours: dict[str, float]
 
 
-def _ratio(total: float, count: int) -> float | None:
+def _ratio(total: float, count: float) -> float | None:
     return round(total / count, 2) if count else None
 
 

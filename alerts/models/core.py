@@ -9,6 +9,8 @@ state, severity, labels, value, context, summary, timestamps and the
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -132,7 +134,7 @@ class Silence(models.Model):
     def __str__(self) -> str:
         return describe_matchers(self.matchers)
 
-    def is_active(self, now: object = None) -> bool:
+    def is_active(self, now: datetime | None = None) -> bool:
         """Whether the silence mutes alerts at ``now`` (default: the current time)."""
         moment = now or timezone.now()
         return self.starts_at <= moment and (self.ends_at is None or moment < self.ends_at)

@@ -69,6 +69,11 @@ def _database_url(database: Mapping[str, object]) -> str:
     return f"postgres://{credentials}{host}:{port}/{quote(str(database['NAME']), safe='')}"
 
 
+#: ``subprocess_env(**PAUSED, INGEST_CHUNK_PAUSE_SECONDS="1")``: a subprocess on the test settings,
+#: the only ones with the test-only chunk pause (tests/settings.py).
+PAUSED = {"DJANGO_SETTINGS_MODULE": "tests.settings"}
+
+
 def subprocess_env(**overrides: str) -> dict[str, str]:
     """The environment for a manage.py / celery / daphne subprocess of a test.
 
@@ -89,8 +94,7 @@ def subprocess_env(**overrides: str) -> dict[str, str]:
     # Browser tests allow sync ORM calls inside Playwright's loop in *this* process only.
     environment.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     environment.update(
-        # The test settings: the production ones plus the test-only knobs (chunk pause).
-        DJANGO_SETTINGS_MODULE="tests.settings",
+        DJANGO_SETTINGS_MODULE="config.settings",
         PYTHONPATH=str(BASE_DIR),
         PYTHONUNBUFFERED="1",
         DATABASE_URL=_database_url(connection.settings_dict),
