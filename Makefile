@@ -31,6 +31,7 @@ lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
+	DEBUG=1 $(VENV)/bin/mypy
 	DEBUG=1 $(PY) manage.py check --fail-level WARNING
 	DEBUG=1 $(PY) manage.py makemigrations --check --dry-run
 

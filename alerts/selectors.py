@@ -5,14 +5,17 @@ Every function returns model instances or plain dicts and never writes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from django.db import connection
 from django.db.models import Count, Q, QuerySet
-from django.utils import timezone
 
-from .models import ACTIVE_STATES, Alert, AlertEvent, AlertState, Evaluation, Silence
+from core import clock
+
+from .models import ACTIVE_STATES, Alert, AlertState, Evaluation, Silence
+from .severity import Severity
 from .silences import matches_all, parse_matchers
 
 
@@ -47,18 +50,16 @@ def _overlapping(qs: QuerySet[Alert], start: datetime, end: datetime) -> QuerySe
     )
 
 
-def alerts_for_node(name: str, start: datetime, end: datetime) -> list[Alert]:
-    """Alerts of one node (pending, firing or resolved) whose lifetime overlaps [start, end], oldest first."""
-    qs = Alert.objects.filter(node=name).exclude(state=AlertState.INACTIVE)
-    return list(_overlapping(qs, start, end).order_by("pending_since", "id"))
+def alerts_for_run(
+    nodes: Sequence[str], start: datetime, end: datetime, limit: int = 500
+) -> list[Alert]:
+    """Alerts on any of a run's nodes whose lifetime overlaps [start, end], oldest first.
 
-
-def alerts_for_run(namespace: str, run: str, start: datetime, end: datetime) -> list[Alert]:
-    """Alerts labelled with a run (drift, stragglers, stale checkpoints) overlapping [start, end]."""
-    qs = Alert.objects.filter(labels__namespace=namespace, labels__run=run).exclude(
-        state=AlertState.INACTIVE
-    )
-    return list(_overlapping(qs, start, end).order_by("pending_since", "id"))
+    Pending, firing and resolved ones; never the inactive ones (a pending blip that never
+    fired is no alert: drawn, it would last to the end of the run, for it has no resolved_at).
+    """
+    qs = Alert.objects.filter(node__in=list(nodes)).exclude(state=AlertState.INACTIVE)
+    return list(_overlapping(qs, start, end).order_by("pending_since", "id")[:limit])
 
 
 def alert_counts_by_state() -> dict[str, int]:
@@ -83,7 +84,7 @@ def alert_counts_by_state() -> dict[str, int]:
 
 def firing_counts_by_severity() -> dict[str, int]:
     """Firing alerts per severity (critical, warning, info), muted ones excluded."""
-    counts = {"critical": 0, "warning": 0, "info": 0}
+    counts = dict.fromkeys(Severity.values, 0)
     # firing_alerts() is ordered by firing_at: without order_by() each start time is its own group.
     rows = firing_alerts(include_muted=False).order_by().values("severity")
     for row in rows.annotate(n=Count("id")):
@@ -91,21 +92,11 @@ def firing_counts_by_severity() -> dict[str, int]:
     return counts
 
 
-def alert_history(alert_id: int) -> list[AlertEvent]:
-    """The transitions of one alert, oldest first."""
-    return list(AlertEvent.objects.filter(alert_id=alert_id).order_by("ts", "id"))
-
-
-def last_evaluation() -> Evaluation | None:
-    """The most recent evaluation (when, how long, what changed), if any."""
-    return Evaluation.objects.order_by("-firing_at").first()
-
-
 def silences(*, include_expired: bool = True) -> list[Silence]:
     """Silences, newest first; expired ones (kept 5 days) only with ``include_expired``."""
     qs = Silence.objects.select_related("created_by").order_by("-starts_at", "-id")
     if not include_expired:
-        qs = qs.filter(Q(ends_at__isnull=True) | Q(ends_at__gt=timezone.now()))
+        qs = qs.filter(Q(ends_at__isnull=True) | Q(ends_at__gt=clock.now()))
     return list(qs)
 
 
@@ -142,7 +133,7 @@ def serialize_alert(alert: Alert) -> dict[str, Any]:
 
 def serialize_silence(silence: Silence) -> dict[str, Any]:
     """The API shape of a silence."""
-    now = timezone.now()
+    now = clock.now()
     state = (
         "active" if silence.is_active(now) else "pending" if silence.starts_at > now else "expired"
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 from pathlib import Path
+from typing import Any
 
 from kombu import Queue
 
@@ -104,7 +105,7 @@ if INGEST_IB_DIALECT not in {"auto", "node_exporter", "treydock"}:
     )
     INGEST_IB_DIALECT = "auto"
 INGEST_AFTER_COMMIT_HOOKS = env.env_list(
-    "INGEST_AFTER_COMMIT_HOOKS", ["alerts.hooks.on_ingest_committed", "dashboard.api.cache.warm"]
+    "INGEST_AFTER_COMMIT_HOOKS", ["alerts.hooks.on_ingest_committed", "dashboard.api.builders.warm"]
 )
 # The overview is cached until the next ingest commit or alert change, and at most this long
 # (what only the clock changes: ingest lag, missing nodes). 0: built on every request.
@@ -119,8 +120,6 @@ except (ValueError, AssertionError):
         "INGEST_PROMQL_OVERRIDES: expected a JSON object of family.dialect.name -> PromQL"
     )
     INGEST_PROMQL_OVERRIDES = {}
-# Test-only: seconds to sleep after each committed chunk (lets a test kill a worker mid-cycle).
-INGEST_CHUNK_PAUSE_SECONDS = env.env_float("INGEST_CHUNK_PAUSE_SECONDS", 0.0, minimum=0.0)
 # Node pool from taints: taint key (or key=value) -> pool; "" means the taint's value names it.
 INGEST_POOL_TAINTS = env.env_json_object(
     "INGEST_POOL_TAINTS",
@@ -285,7 +284,7 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {
+DATABASES: dict[str, dict[str, Any]] = {
     "default": {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": DATABASE_URL.name,
@@ -412,9 +411,11 @@ AUTH_PASSWORD_VALIDATORS = [
 STATIC_URL = "/static/"
 STATIC_ROOT = Path(env.env_str("STATIC_ROOT", str(BASE_DIR / "var" / "staticfiles")))
 # plotly.js is served from our own static files: the copy shipped inside the plotly package.
+_PLOTLY = importlib.util.find_spec("plotly")
+assert _PLOTLY is not None and _PLOTLY.origin, "plotly is missing: pip install -r requirements.lock"
 STATICFILES_DIRS = [
     BASE_DIR / "static",
-    ("vendor/plotly", Path(importlib.util.find_spec("plotly").origin).parent / "package_data"),
+    ("vendor/plotly", Path(_PLOTLY.origin).parent / "package_data"),
 ]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

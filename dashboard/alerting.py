@@ -1,33 +1,15 @@
-"""The dashboard's read-only view of alerts, through ``alerts.selectors``, as plain dicts.
-
-Guarded: when the alerts app is not installed, every function answers empty
-and pages say alerting is not set up (the dashboard imports alerts lazily).
-"""
+"""The dashboard's read-only view of alerts, through ``alerts.selectors``, as plain dicts."""
 
 from __future__ import annotations
 
-from types import ModuleType
 from typing import Any
 
-from django.apps import apps
+from alerts import selectors
+from alerts.severity import rank
 
-SEVERITY_RANK = {"critical": 2, "warning": 1, "info": 0}
 STATES = ("firing", "pending", "silenced", "resolved")
 #: How many alerts a filtered list looks through (severity and text filters apply in Python).
 SCAN_LIMIT = 5000
-
-
-def _selectors() -> ModuleType | None:
-    if not apps.is_installed("alerts"):
-        return None
-    from alerts import selectors
-
-    return selectors
-
-
-def available() -> bool:
-    """Whether alerting is installed."""
-    return _selectors() is not None
 
 
 def _row(alert: Any) -> dict[str, Any]:
@@ -72,27 +54,20 @@ def alerts(
     ``state="firing"``: firing and neither silenced nor inhibited; ``state="silenced"``:
     firing but muted (silenced or inhibited) — the same split ``counts`` counts.
     """
-    selectors = _selectors()
-    if selectors is None:
-        return []
     stored_state = "firing" if state == "silenced" else state
     candidates = selectors.alerts(state=stored_state, limit=SCAN_LIMIT)
     return [_row(a) for a in candidates if _matches(a, state, severity, search)][:limit]
 
 
 def change_marker() -> str:
-    """Changes whenever alerts, silences or evaluations do ("off" without alerting)."""
-    selectors = _selectors()
-    return "off" if selectors is None else selectors.change_marker()
+    """Changes whenever alerts, silences or evaluations do."""
+    return selectors.change_marker()
 
 
 def firing() -> list[dict[str, Any]]:
     """Firing alerts, silenced ones included (marked), worst first."""
-    selectors = _selectors()
-    if selectors is None:
-        return []
     rows = [_row(a) for a in selectors.firing_alerts()[:500]]
-    return sorted(rows, key=lambda a: (a["silenced"], -SEVERITY_RANK.get(a["severity"], 0)))
+    return sorted(rows, key=lambda a: (a["silenced"], -rank(a["severity"])))
 
 
 def node_marks(firing_rows: list[dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
@@ -115,8 +90,7 @@ def node_marks(firing_rows: list[dict[str, Any]] | None = None) -> dict[str, dic
 
 def for_node(node: str, limit: int = 100) -> list[dict[str, Any]]:
     """The node's alert history (all states but never-fired), newest first."""
-    selectors = _selectors()
-    return [] if selectors is None else [_row(a) for a in selectors.alerts(node=node, limit=limit)]
+    return [_row(a) for a in selectors.alerts(node=node, limit=limit)]
 
 
 def counts() -> dict[str, int]:
@@ -125,9 +99,6 @@ def counts() -> dict[str, int]:
     firing: firing, neither silenced nor inhibited; silenced: firing and muted;
     pending and resolved: every row in that state.
     """
-    selectors = _selectors()
-    if selectors is None:
-        return dict.fromkeys(STATES, 0)
     by_state = selectors.alert_counts_by_state()
     return {
         "firing": by_state["firing"] - by_state["firing_muted"],

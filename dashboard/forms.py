@@ -7,17 +7,20 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django import forms
-from django.utils import timezone
 
+from core import clock
 from core.validation import InputError, check_time
 
 from .choices import (
+    DEFAULT_HEATMAP_METRIC,
+    DEFAULT_RAILS_METRIC,
+    HEATMAP_METRIC_CHOICES,
+    IB_METRIC_CHOICES,
     MAX_COLUMNS,
     MAX_SPAN,
     NICE_STEPS,
     PIXELS_PER_COLUMN,
     WINDOW_SPANS,
-    HeatmapMetric,
     HeatmapSort,
     Window,
 )
@@ -82,7 +85,7 @@ class RangeForm(forms.Form):
         return bounded_time(self, "end")
 
     def clean(self) -> dict[str, object]:
-        data = super().clean()
+        data = super().clean() or {}
         start, end = data.get("start"), data.get("end")
         if (start is None) != (end is None) and not self.errors:
             missing = "end" if end is None else "start"
@@ -108,18 +111,18 @@ class RangeForm(forms.Form):
             return TimeRange(start, end, step)
         span = WINDOW_SPANS[data.get("window") or self.default_window]
         step = capped_step(span, data.get("step") or step_for(span, width))
-        end = align_up(timezone.now(), step)
+        end = align_up(clock.now(), step)
         return TimeRange(end - span, end, step)
 
 
 class HeatmapForm(RangeForm):
     """``/api/v1/heatmap`` and ``/fabric/``: metric, range, row order."""
 
-    metric = forms.ChoiceField(choices=HeatmapMetric.choices, required=False)
+    metric = forms.ChoiceField(choices=HEATMAP_METRIC_CHOICES, required=False)
     sort = forms.ChoiceField(choices=HeatmapSort.choices, required=False)
 
     def clean_metric(self) -> str:
-        return self.cleaned_data.get("metric") or HeatmapMetric.IB_TX
+        return self.cleaned_data.get("metric") or DEFAULT_HEATMAP_METRIC
 
     def clean_sort(self) -> str:
         return self.cleaned_data.get("sort") or HeatmapSort.NAME
@@ -128,10 +131,10 @@ class HeatmapForm(RangeForm):
 class RailsForm(RangeForm):
     """``/api/v1/rails``: nodes × HCA ports for a window."""
 
-    metric = forms.ChoiceField(choices=HeatmapMetric.choices[:5], required=False)
+    metric = forms.ChoiceField(choices=IB_METRIC_CHOICES, required=False)
 
     def clean_metric(self) -> str:
-        return self.cleaned_data.get("metric") or HeatmapMetric.IB_ERRORS
+        return self.cleaned_data.get("metric") or DEFAULT_RAILS_METRIC
 
 
 class NodeForm(RangeForm):

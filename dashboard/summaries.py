@@ -36,17 +36,21 @@ def node_states(firing: list[dict[str, Any]] | None = None) -> dict[str, Any]:
 
 @dataclass
 class Utilization:
-    """Reported vs real utilization per pool and cluster-wide, and GPU-hours lost to drift."""
+    """Reported vs real utilization per pool and cluster-wide, and GPU-hours with idle tensor cores.
+
+    ``idle_tensor_gpu_hours``: 5-minute GPU buckets busy by util with idle tensor cores
+    (``ingest.drift.IDLE_TENSOR_BUCKET``), not the gpu_tensor_drift rule's sustained condition.
+    """
 
     start: datetime
     end: datetime
     step: int
     times: list[datetime]
     series: dict[str, tuple[list[float | None], list[float | None]]]
-    drift_gpu_hours: dict[str, float]
+    idle_tensor_gpu_hours: dict[str, float]
 
 
-def _ratio(total: float, count: int) -> float | None:
+def _ratio(total: float, count: float) -> float | None:
     return round(total / count, 2) if count else None
 
 

@@ -9,9 +9,9 @@ from ingest.models import IbPort, Node, PoolChange
 
 from . import alerting, charts, summaries
 from .api import serialize
+from .api.builders import overview_body
 from .api.cache import node_columns
-from .api.views import overview_body
-from .choices import IB_METRICS, HeatmapMetric, HeatmapSort, Window
+from .choices import HEATMAP_METRIC_CHOICES, IB_METRICS, HeatmapSort, Window
 from .forms import AlertFilterForm, NodeForm
 
 
@@ -36,7 +36,7 @@ def fabric(request: HttpRequest) -> HttpResponse:
     """The per-node heatmap and rails view; drawn in the browser from /api/v1/heatmap."""
     context = {
         "title": "Fabric",
-        "metrics": HeatmapMetric.choices,
+        "metrics": HEATMAP_METRIC_CHOICES,
         "ib_metrics": sorted(IB_METRICS),
         "sorts": HeatmapSort.choices,
         "windows": Window.choices,
@@ -81,7 +81,6 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
         "pool_changes": PoolChange.objects.filter(node=node).order_by("-ts")[:10],
         "runs": summaries.node_runs(node),
         "alerts": alerting.for_node(node.name),
-        "alerting": alerting.available(),
         "windows": Window.choices,
     }
     return render(request, "dashboard/node_detail.html", context)
@@ -101,7 +100,6 @@ def alert_list(request: HttpRequest) -> HttpResponse:
         "form": form,
         "alerts": rows,
         "counts": alerting.counts(),
-        "alerting": alerting.available(),
         "states": ["firing", "pending", "silenced", "resolved"],
     }
     return render(request, "dashboard/alert_list.html", context)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db.models import F
@@ -15,9 +14,7 @@ from core.health import ComponentStatus
 from core.secrets import redact_text
 
 from .models import FamilyHealth, IngestCursor, IngestCycle
-
-if TYPE_CHECKING:
-    from .services import CycleOutcome
+from .outcome import CycleOutcome
 
 
 def record_cycle(cycle: IngestCycle, outcome: CycleOutcome) -> None:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from .normalize import Collected, Column, Folded
 
@@ -44,7 +45,7 @@ CARRIED = 0.0
 #: A unit seen for the first time (gauges are read, counters have no previous value).
 NEW = -1.0
 _NOTHING: Mapping[Hashable, float] = {}
-CarryIn = Callable[[], Mapping[str, Mapping[Hashable, float]]]
+CarryIn = Callable[[], Mapping[str, Mapping[Any, float]]]
 
 
 @dataclass
@@ -131,8 +132,8 @@ class Stepper:
         self.sampling, self.units, self.carry_in = sampling, units, carry_in
         self._previous: dict[str, list[float | None]] = {}
         self._states: dict[tuple[int, int], list[float | None]] = {}
-        self._carried: Mapping[str, Mapping[Hashable, float]] | None = None
-        self._flat = [float(step)] * len(keys)
+        self._carried: Mapping[str, Mapping[Any, float]] | None = None
+        self._flat: list[float | None] = [float(step)] * len(keys)
 
     def states(self, column: str, ts: int) -> list[float | None]:
         """Per key of ``column`` at ``ts``: see ``Sampling.states``."""

@@ -11,16 +11,18 @@ tiles for 5-minute columns.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from itertools import chain, repeat
 from typing import NamedTuple
 
 from django.db import connection
 
+from core import clock
+
 from .health import current_lags
 from .heatmap_metrics import (
     HEATMAP_METRICS,
-    HeatmapMetric,
+    MetricSpec,
     display_floats,
     node_rollup_heatmap_sql,
     raw_heatmap_sql,
@@ -186,7 +188,7 @@ def heatmap_rows(
 
 
 def _tile_rows(
-    metric: str, spec: HeatmapMetric, times: list[datetime], sort: str
+    metric: str, spec: MetricSpec, times: list[datetime], sort: str
 ) -> tuple[list[str], list[str]]:
     # Postgres slices, joins and sorts the rows: one (name, JSON array text) per node.
     found = _fetch(tile_heatmap_sql(spec, sort), tile_params(metric, times[0], len(times)))
@@ -194,7 +196,7 @@ def _tile_rows(
 
 
 def _column_rows(
-    sql: str, spec: HeatmapMetric, start: datetime, end: datetime, step: int, width: int, sort: str
+    sql: str, spec: MetricSpec, start: datetime, end: datetime, step: int, width: int, sort: str
 ) -> tuple[list[str], list[str]]:
     # (column index, node ids, cells) rows from ``sql``, transposed here into node rows.
     params = {"step": step, "start": start, "end": end, "start_epoch": start.timestamp()}
@@ -342,7 +344,7 @@ class NodeLatest(NamedTuple):
 
 def latest_per_node(now: datetime | None = None) -> dict[str, NodeLatest]:
     """node name → ``NodeLatest`` from each GPU's / port's latest sample of the last 10 minutes."""
-    since = (now or datetime.now(UTC)) - timedelta(minutes=10)
+    since = (now or clock.now()) - timedelta(minutes=10)
     gpu = _fetch(
         "SELECT n.name, max(l.ts), avg(l.util), avg(l.tensor), sum(l.power), max(l.temp) FROM ("
         " SELECT DISTINCT ON (node_id, gpu) * FROM ingest_gpusample WHERE ts >= %s"
@@ -419,11 +421,6 @@ def family_health() -> list[FamilyHealthRow]:
         )
         for h in FamilyHealth.objects.order_by("family")
     ]
-
-
-def ingest_lag() -> dict[str, float]:
-    """family → seconds its data is behind now (families that have run)."""
-    return current_lags()
 
 
 def _node_filter(nodes: list[str] | None) -> tuple[str, list]:

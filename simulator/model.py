@@ -74,10 +74,13 @@ class Cluster:
             for slot in self.topology.slots
         ]
         seed = self.spec.seed
+        # Every clock of the model counts from the spec's epoch: the same seed is the same
+        # cluster around its epoch at any hour (schedules, reboots, daily load, noise).
+        self.origin = origin = self.spec.epoch_seconds
         self.keys = [entity_key(seed, n.name) for n in self.topology.nodes]
         self._phase = [unit(seed, "diurnal", n.index) * 2 * math.pi for n in self.topology.nodes]
         self._boot_phase = [
-            unit(seed, "boot", n.index) * REBOOT_SECONDS for n in self.topology.nodes
+            origin + unit(seed, "boot", n.index) * REBOOT_SECONDS for n in self.topology.nodes
         ]
         self._states: dict[tuple[int, float], NodeState] = {}
         self._since_boot: dict[tuple[int, float], tuple[float, float, float]] = {}
@@ -114,7 +117,7 @@ class Cluster:
 
     def controller_boot(self, t: float) -> float:
         """When kube-state-metrics / Kueue / the IB exporter last restarted."""
-        phase = unit(self.spec.seed, "controller") * REBOOT_SECONDS
+        phase = self.origin + unit(self.spec.seed, "controller") * REBOOT_SECONDS
         return phase + math.floor((t - phase) / REBOOT_SECONDS) * REBOOT_SECONDS
 
     # --- runs ----------------------------------------------------------------------------------
@@ -176,7 +179,7 @@ class Cluster:
         return NodeState(
             node=node,
             t=t,
-            tick=int(t // TICK),
+            tick=int((t - self.origin) // TICK),
             up=self.is_up(node, t),
             pool=pool,
             run=run,
@@ -226,10 +229,12 @@ class Cluster:
         )
 
     def _inference_activity(self, node: Node, t: float) -> float:
-        return 0.45 + 0.3 * math.sin(2 * math.pi * t / DAY + self._phase[node.index])
+        since = t - self.origin
+        return 0.45 + 0.3 * math.sin(2 * math.pi * since / DAY + self._phase[node.index])
 
     def _inference_work(self, node: Node, a: float, b: float) -> float:
         phase, k = self._phase[node.index], 2 * math.pi / DAY
+        a, b = a - self.origin, b - self.origin
         return 0.45 * (b - a) - 0.3 / k * (math.cos(k * b + phase) - math.cos(k * a + phase))
 
     def since_boot(self, state: NodeState) -> tuple[float, float, float]:

@@ -19,23 +19,35 @@ from .core import (
     SilenceableNode,
     SilenceAudit,
 )
-
-try:
-    from .notifications import *  # noqa: F403 - the notify models, whatever they are
-except ModuleNotFoundError as exc:  # pragma: no cover - only before notifications.py exists
-    if exc.name != f"{__name__}.notifications":
-        raise
+from .notifications import (
+    AttemptOutcome,
+    ChannelKind,
+    DeliveryAttempt,
+    NotificationChannel,
+    NotificationGroup,
+    Outbox,
+    OutboxStatus,
+    SilenceMirror,
+)
 
 __all__ = [
     "ACTIVE_STATES",
     "Alert",
     "AlertEvent",
     "AlertState",
+    "AttemptOutcome",
+    "ChannelKind",
+    "DeliveryAttempt",
     "Evaluation",
     "EventKind",
+    "NotificationChannel",
+    "NotificationGroup",
+    "Outbox",
+    "OutboxStatus",
     "RuleConfig",
     "Severity",
     "Silence",
-    "SilenceableNode",
     "SilenceAudit",
+    "SilenceMirror",
+    "SilenceableNode",
 ]

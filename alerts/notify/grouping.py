@@ -32,10 +32,10 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from ..matchers import MATCH_OPS, Matcher
+from ..severity import rank
 
 __all__ = ["MATCH_OPS", "Matcher"]  # re-exported: channels route with the silences' matchers
 
-SEVERITY_RANK = {"info": 1, "warning": 2, "critical": 3}
 ALL_LABELS = "..."  # group_by = ["..."]: every label, i.e. one group per alert
 ROOT_ROUTE_KEY = "{}"  # Alertmanager's key of a route without matchers
 
@@ -67,7 +67,7 @@ class Route:
 
     def takes(self, alert: AlertView) -> bool:
         """Whether the alert reaches this channel."""
-        if SEVERITY_RANK.get(alert.severity, 0) < SEVERITY_RANK.get(self.min_severity, 0):
+        if rank(alert.severity) < rank(self.min_severity):
             return False
         return all(matcher.matches(alert.labels) for matcher in self.matchers)
 

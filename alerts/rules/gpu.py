@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from operator import attrgetter
 from typing import Any
 
+from ingest.drift import HUNG_GPU
+
 from .base import BaseRule, Param, RuleSettings, register
 from .data import Detail, EvaluationData, GpuPoint, NvlinkPoint, Signal, XidPoint
 from .series import Allocations, duration, group, iso, streak_start
@@ -22,7 +24,7 @@ class TensorDrift(BaseRule):
     """GPU util says busy while the tensor cores are idle, for a sustained time, on a GPU of a run.
 
     A GPU stuck in a hung NCCL collective shows ~100 % util at ~70 W with idle
-    tensor cores (DOMAIN.md). The condition at a step: util ≥ ``util_min`` (90 %)
+    tensor cores (docs/domain.md, "Drift"). The condition at a step: util ≥ ``util_min`` (90 %)
     and tensor activity ≤ ``tensor_max`` (0.05) and, when exported, SM activity
     ≤ ``sm_max`` (0.3: NCCL's spinning kernels occupy a few SMs) and power ≤
     ``power_max_watts`` (200 W: an H100/H200 training step draws 400–700 W).
@@ -47,11 +49,16 @@ class TensorDrift(BaseRule):
     for_seconds = 600
     keep_firing_for_seconds = 120
     params = (
-        Param("util_min", float, 90.0, "GPU util (%) at or above which the GPU counts as busy"),
+        Param(
+            "util_min",
+            float,
+            HUNG_GPU.util_min_percent,
+            "GPU util (%) at or above which the GPU counts as busy",
+        ),
         Param(
             "tensor_max",
             float,
-            0.05,
+            HUNG_GPU.tensor_max_ratio,
             "tensor-core activity (0..1) at or below which they count as idle",
         ),
         Param(

@@ -101,14 +101,14 @@ def rails(result: Any, start: datetime, end: datetime) -> dict[str, Any]:
 
 
 def utilization(result: Utilization) -> dict[str, Any]:
-    """Reported vs real utilization series and drift GPU-hours."""
+    """Reported vs real utilization series and GPU-hours with idle tensor cores."""
     return {
         "start": iso(result.start),
         "end": iso(result.end),
         "step": result.step,
         "times": [iso(t) for t in result.times],
         "series": {name: {"util": u, "tensor": t} for name, (u, t) in result.series.items()},
-        "drift_gpu_hours": result.drift_gpu_hours,
+        "idle_tensor_gpu_hours": result.idle_tensor_gpu_hours,
     }
 
 
@@ -121,10 +121,9 @@ alert = plain
 
 
 def alerts_block(firing: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Whether alerting is available, counts per state and the firing alerts (``firing`` if given)."""
+    """Counts per state and the firing alerts (``firing`` if given)."""
     firing = alerting.firing() if firing is None else firing
     return {
-        "available": alerting.available(),
         "counts": alerting.counts(),
         "firing": [alert(a) for a in firing[:50]],
     }

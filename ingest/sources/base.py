@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
@@ -77,7 +77,7 @@ def fetch_sampling(
 def read_stored(read: CarryIn) -> CarryIn:
     """``read`` run where ``pull`` runs (a worker thread): its connection closed after."""
 
-    def carried() -> Mapping[str, Mapping[Hashable, float]]:
+    def carried() -> Mapping[str, Mapping[Any, float]]:
         try:
             return read()
         finally:
@@ -99,7 +99,7 @@ class Source(ABC):
 
     def __init__(self) -> None:  # noqa: D107
         #: dialect → (unix end of the last window pulled, column → key → its last values).
-        self.carried: dict[str, tuple[int, Mapping[str, Mapping[Hashable, float]]]] = {}
+        self.carried: dict[str, tuple[int, Mapping[str, Mapping[Any, float]]]] = {}
 
     def carry_in(self, dialect: str, window: Window, stored: CarryIn) -> CarryIn:
         """What counters carried into ``window`` start from: the previous window's last

@@ -113,7 +113,7 @@ def build_rows(
     counters exact at any scrape interval and a vanished exporter a gap (``ingest.sampling``).
     """
     keys, with_counter = collected.keys(), collected.keys_of("nvlink_bw")
-    nodes = [key[0] for key in keys]  # type: ignore[index]
+    nodes = [key[0] for key in keys]
     stepper = Stepper(collected, keys, step, sampling, lambda _column: nodes, carry_in)
     first: dict[str, int] = {}
     last: dict[str, int] = {}

@@ -174,7 +174,7 @@ def merge(pulls: list[DialectPull]) -> tuple[Collected, dict[str, dict[PortKey, 
                 if fresh:
                     into.setdefault(ts, {}).update(fresh)
             keys = pulled.collected.keys_of(column.name) - have
-            origin.setdefault(column.name, {}).update(dict.fromkeys(keys, pulled))
+            origin.setdefault(column.name, {}).update(dict.fromkeys(keys, pulled))  # type: ignore[arg-type]
             have |= keys
         if into:
             merged.columns[column.name] = into
@@ -190,13 +190,13 @@ def sampling_of(
     """The merged pulls' sample times and, per column, each key's scrape unit."""
     at: Folded = {}
     for pulled in pulls:
-        for ts, units in pulled.sampled_at.items():
-            at.setdefault(ts, {}).update(units)
+        for ts, sampled in pulled.sampled_at.items():
+            at.setdefault(ts, {}).update(sampled)
     longest = float(settings.INGEST_MAX_SCRAPE_INTERVAL_SECONDS)
     sampling = Sampling(at, step, longest) if at else None
     if not origin:
-        units = [pulls[0].unit(key) for key in keys]
-        return sampling, lambda _column: units
+        every = [pulls[0].unit(key) for key in keys]
+        return sampling, lambda _column: every
     shared: dict[tuple[int, ...], list[tuple[str, ...]]] = {}
     by_column: dict[str, list[tuple[str, ...]]] = {}
     for column in SPEC:
@@ -288,9 +288,9 @@ def preferred(
             devices[located] = guid
     for earlier_pull in earlier:
         for key in earlier_pull.collected.keys():
-            guid = devices.get(key[:2])  # type: ignore[index]
-            if guid:
-                pulled.guids[key] = guid  # type: ignore[index]
+            found = devices.get(key[:2])  # type: ignore[index]
+            if found:
+                pulled.guids[key] = found  # type: ignore[index]
     covered = set()
     for column in IB["treydock"]:
         have = {key[:2] for e in earlier for key in e.collected.keys_of(column)}  # type: ignore[index]

@@ -47,7 +47,7 @@ IB_SCENARIOS = (*CONGESTION, *((name, 3 * GAP) for name in PORT_FAULTS))
 
 #: The seed whose busy_healthy schedule fits every scenario at EPOCH + offset (fixed: the epoch is
 #: pinned, so it was found once; ``spec_with`` fails loudly if a schedule change breaks it).
-SEED = 1
+SEED = 2
 
 
 def spec_with(scenarios: tuple[tuple[str, float], ...]) -> ClusterSpec:

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.db import transaction
 
+from core import clock
 from ingest import rollups
 from ingest.models import FamilyHealth, IbPort, Node
 from ingest.store import GPU_TABLE, GPU_VALUE_COLUMNS, IB_TABLE, IB_VALUE_COLUMNS, insert_rows
@@ -88,7 +89,7 @@ def make_cluster(
     hostile_names: bool = True,
 ) -> Cluster:  # fmt: skip
     """``count`` nodes (two with HTML in their names) with ``hours`` of samples ending at ``end``."""
-    end = end or align(datetime.now(UTC))
+    end = end or align(clock.now())
     start = end - timedelta(hours=hours)
     names = [f"gpu-{i:03d}" for i in range(1, count + 1)]
     if hostile_names:
@@ -104,6 +105,6 @@ def make_cluster(
             for p in range(ports)
         )
     write_samples(cluster, start, end)
-    FamilyHealth.objects.create(family="gpu", last_attempt=end, last_success=datetime.now(UTC), lag_seconds=31.0,
+    FamilyHealth.objects.create(family="gpu", last_attempt=end, last_success=clock.now(), lag_seconds=31.0,
                                 rows=100, duration_seconds=0.4)  # fmt: skip
     return cluster

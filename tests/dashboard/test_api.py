@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from urllib.parse import quote, urlencode
 
 import pytest
@@ -82,7 +82,7 @@ def test_heatmap_raw_resolution_sums_ports_and_sorts_by_topology(
 
 
 def test_heatmap_window_picks_the_step_from_the_plot_width(
-    logged_in_client: Client, cluster: Cluster
+    logged_in_client: Client, cluster: Cluster, fixed_epoch: datetime
 ) -> None:
     wide = heatmap(logged_in_client, metric="ib_errors", window="24h", width=1200).json()
     narrow = heatmap(logged_in_client, metric="ib_errors", window="24h", width=300).json()
@@ -139,7 +139,7 @@ def test_rails_has_one_cell_per_port(logged_in_client: Client, cluster: Cluster)
 
 
 def test_overview_counts_states_and_reports_drift_hours(
-    logged_in_client: Client, cluster: Cluster, django_assert_max_num_queries
+    logged_in_client: Client, cluster: Cluster, fixed_epoch: datetime, django_assert_max_num_queries
 ) -> None:  # noqa: ANN001
     with django_assert_max_num_queries(15):
         body = logged_in_client.get("/api/v1/overview").json()
@@ -152,7 +152,7 @@ def test_overview_counts_states_and_reports_drift_hours(
         "missing": 0,
     }
     # the drift node: 2 GPUs × 12 five-minute buckets drifted
-    assert body["utilization"]["drift_gpu_hours"]["cluster"] == pytest.approx(2.0)
+    assert body["utilization"]["idle_tensor_gpu_hours"]["cluster"] == pytest.approx(2.0)
     cluster_series = body["utilization"]["series"]["cluster"]
     assert max(v for v in cluster_series["util"] if v is not None) == pytest.approx(
         (3 * UTIL + DRIFT_UTIL) / 4
@@ -223,9 +223,9 @@ def test_heatmap_is_cached_per_ingest_cursor(
 
 
 def test_cache_warm_hook_builds_the_committed_families_24h_heatmaps(
-    logged_in_client: Client, cluster: Cluster, django_assert_max_num_queries
+    logged_in_client: Client, cluster: Cluster, fixed_epoch: datetime, django_assert_max_num_queries
 ) -> None:  # noqa: ANN001
-    from dashboard.api.cache import warm
+    from dashboard.api.builders import warm
     from ingest.events import ingest_committed
     from ingest.models import IngestCursor
 
@@ -238,11 +238,14 @@ def test_cache_warm_hook_builds_the_committed_families_24h_heatmaps(
 
 
 def test_overview_is_cached_until_an_ingest_commit_or_an_alert_change(
-    logged_in_client: Client, cluster: Cluster, settings, django_assert_max_num_queries
+    logged_in_client: Client,
+    cluster: Cluster,
+    fixed_epoch: datetime,
+    settings,
+    django_assert_max_num_queries,
 ) -> None:  # noqa: ANN001
-    from django.utils import timezone
-
     from alerts.models import Alert, AlertState
+    from core import clock
     from ingest.models import IngestCursor, Node
 
     settings.DASHBOARD_OVERVIEW_REFRESH_SECONDS = 3600
@@ -257,7 +260,7 @@ def test_overview_is_cached_until_an_ingest_commit_or_an_alert_change(
     cursor.save()
     assert logged_in_client.get("/api/v1/overview").json()["nodes"]["total"] == 3
 
-    now = timezone.now()
+    now = clock.now()
     Alert.objects.create(
         fingerprint="f" * 64, rule="gpu_xid", state=AlertState.FIRING, severity="critical",
         labels={"node": cluster.nodes[0]}, node=cluster.nodes[0], pending_since=now,

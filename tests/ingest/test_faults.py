@@ -17,7 +17,7 @@ from ingest.prometheus import PrometheusClient
 from ingest.services import ingest_family
 from simulator import Dialect
 from tests.ingest.simulated import STEP, variant
-from tests.support.processes import BASE_DIR, subprocess_env
+from tests.support.processes import BASE_DIR, PAUSED, subprocess_env
 from tests.support.prometheus import SimulatedPrometheus
 
 pytestmark = [
@@ -51,7 +51,10 @@ def test_a_worker_killed_mid_cycle_then_rerun_leaves_no_gap_and_no_duplicate(
 ) -> None:
     start, end = prom.end - 30 * 60, prom.end - STEP
     env = subprocess_env(
-        PROMETHEUS_URL=prom.prometheus.url, INGEST_CHUNK_STEPS="6", INGEST_CHUNK_PAUSE_SECONDS="10"
+        **PAUSED,
+        PROMETHEUS_URL=prom.prometheus.url,
+        INGEST_CHUNK_STEPS="6",
+        INGEST_CHUNK_PAUSE_SECONDS="10",
     )
     command = [sys.executable, "manage.py", "ingest", "--family", "gpu",
                "--since", at(start).isoformat(), "--until", at(end).isoformat()]  # fmt: skip

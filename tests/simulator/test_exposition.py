@@ -1,4 +1,4 @@
-"""Every dialect's exposition parses (prometheus_client and promtool) with DOMAIN.md's names."""
+"""Every dialect's exposition parses (prometheus_client and promtool) with the names of docs/domain.md."""
 
 from __future__ import annotations
 
