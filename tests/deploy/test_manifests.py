@@ -221,7 +221,7 @@ def test_web_probes_the_documented_paths_on_its_port(objects: list[Object]) -> N
 
     assert _http_probe(container, "startupProbe") == ("/healthz", 8000)
     assert _http_probe(container, "livenessProbe") == ("/healthz", 8000)
-    assert _http_probe(container, "readinessProbe") == ("/readyz", 8000)
+    assert _http_probe(container, "readinessProbe") == ("/readyz?only=postgres,redis", 8000)
     assert (resolve("/healthz").url_name, resolve("/readyz").url_name) == ("healthz", "readyz")
     assert container["args"] == ["web"]
     # /readyz runs up to four checks of READYZ_TIMEOUT_SECONDS each, one after the other.
