@@ -10,7 +10,6 @@ exactly the samples written. Hostile answers come from a fake server on 127.0.0.
 from __future__ import annotations
 
 import math
-import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
