@@ -474,8 +474,9 @@ class PrometheusClient:
                 for result in results:
                     yield index, result
 
-    #: What remote read asks for, in order of preference (a server answers the first it has).
-    remote_read_types: tuple[int, ...] = (STREAMED_XOR_CHUNKS, SAMPLES)
+    #: What remote read asks for, in order of preference (a server answers the first it has);
+    #: None: by the window (``remote_read_types_for``).
+    remote_read_types: tuple[int, ...] | None = None
 
     def read_path(self) -> str:
         """How ``read_raw`` reads now: PROMETHEUS_READ_PATH, or (auto) by flavour and past refusals."""
@@ -523,7 +524,8 @@ class PrometheusClient:
         """``POST /api/v1/read`` of one selector, decoded (``ingest.remote_read``)."""
         query = self.scoped(selector)
         try:
-            request = read_request(matchers(query), start_ms, end_ms, self.remote_read_types)
+            types = self.remote_read_types or remote_read_types_for(end_ms - start_ms)
+            request = read_request(matchers(query), start_ms, end_ms, types)
         except ValueError as exc:
             raise self._error(PrometheusError, str(exc)) from None
         body, content_type = self._guarded(lambda: self._post_read(request, query))  # type: ignore[misc]
@@ -554,7 +556,8 @@ class PrometheusClient:
         ) as response:
             body = self._body(response, deadline, query)
         status = response.status_code
-        if status in (404, 405, 501):
+        # VictoriaMetrics (behind a proxy that hides its flavour) answers 400 "unsupported path".
+        if status in (404, 405, 501) or (status == 400 and b"unsupported path" in body[:500]):
             raise self._error(RemoteReadUnsupported, f"remote read not served (HTTP {status})")
         if status != 200:
             raise PrometheusApiClientException(
@@ -597,6 +600,19 @@ class PrometheusClient:
             if metric in known:
                 return dialect
         return next(iter(markers))
+
+
+#: Windows at least this long ask for XOR chunks first: the server sends whole chunks (120
+#: samples, an hour at a 30 s scrape), so for a short window most of what it sends and we
+#: decode lies outside it; shorter windows ask for SAMPLES first (bench/RESULTS.md "bench_reads").
+CHUNKS_FROM_MS = 3_600_000
+
+
+def remote_read_types_for(window_ms: int) -> tuple[int, ...]:
+    """The response types a remote read of a window this long asks for, preferred first."""
+    if window_ms >= CHUNKS_FROM_MS:
+        return (STREAMED_XOR_CHUNKS, SAMPLES)
+    return (SAMPLES, STREAMED_XOR_CHUNKS)
 
 
 def joined(first: Answer, second: Answer) -> Answer:

@@ -30,7 +30,7 @@ import google_crc32c
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError
 
-from .xor_chunks import STALE_NAN_BITS, ChunkError, decode_xor, points
+from .xor_chunks import STALE_NAN_BITS, ChunkError, decode_xor
 
 #: ``ReadRequest.ResponseType``.
 SAMPLES, STREAMED_XOR_CHUNKS = 0, 1
@@ -235,9 +235,14 @@ def decode_streamed(body: bytes, start_ms: int, end_ms: int) -> tuple[list[RawSe
     previous: Labels | None = None
     for frame in frames(body):
         for series in frame.chunked_series:  # type: ignore[attr-defined]
+            samples: list[tuple[float, float]] = []
+            for chunk in series.chunks:
+                if chunk.max_time_ms <= start_ms or chunk.min_time_ms > end_ms:
+                    continue
+                in_chunk, dropped = _chunk_samples(chunk, start_ms, end_ms)
+                skipped += dropped
+                samples = _merged(samples, in_chunk) if samples else in_chunk
             labels = {label.name: label.value for label in series.labels}
-            samples, dropped = _chunk_samples(series.chunks, start_ms, end_ms)
-            skipped += dropped
             if labels == previous:  # a series split over frames: same labels, later chunks
                 found[-1] = (labels, _merged(found[-1][1], samples))
             else:
@@ -247,23 +252,15 @@ def decode_streamed(body: bytes, start_ms: int, end_ms: int) -> tuple[list[RawSe
 
 
 def _chunk_samples(
-    chunks: Iterable[object], start_ms: int, end_ms: int
+    chunk: object, start_ms: int, end_ms: int
 ) -> tuple[list[tuple[float, float]], int]:
-    """The samples in range of one series' chunks (in start-time order, possibly overlapping)."""
-    result: list[tuple[float, float]] = []
-    skipped = 0
-    for chunk in chunks:
-        if chunk.max_time_ms <= start_ms or chunk.min_time_ms > end_ms:  # type: ignore[attr-defined]
-            continue
-        if chunk.type != XOR:  # type: ignore[attr-defined]
-            raise UnsupportedChunk(f"chunk encoding {chunk.type} (only XOR is read)")  # type: ignore[attr-defined]
-        try:
-            stamps, patterns, dropped = decode_xor(chunk.data, start_ms, end_ms)  # type: ignore[attr-defined]
-        except ChunkError as exc:
-            raise RemoteReadError(str(exc)) from None
-        skipped += dropped
-        result = _merged(result, points(stamps, patterns))
-    return result, skipped
+    """The samples in range of one chunk, and how many non-finite values were dropped."""
+    if chunk.type != XOR:  # type: ignore[attr-defined]
+        raise UnsupportedChunk(f"chunk encoding {chunk.type} (only XOR is read)")  # type: ignore[attr-defined]
+    try:
+        return decode_xor(chunk.data, start_ms, end_ms)  # type: ignore[attr-defined]
+    except ChunkError as exc:
+        raise RemoteReadError(str(exc)) from None
 
 
 def _merged(

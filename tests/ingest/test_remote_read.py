@@ -27,14 +27,16 @@ from django.test.utils import override_settings
 
 from ingest import flavor
 from ingest.prometheus import (
+    CHUNKS_FROM_MS,
     AnswerTooLarge,
     PrometheusClient,
     PrometheusError,
     PrometheusUnavailable,
     RemoteReadUnsupported,
     Series,
+    remote_read_types_for,
 )
-from ingest.remote_read import PROMPB, SAMPLES, frames, matchers
+from ingest.remote_read import PROMPB, SAMPLES, STREAMED_XOR_CHUNKS, frames, matchers
 from ingest.shards import ScopedClient
 from ingest.xor_chunks import ChunkError, decode_xor
 from tests.support.prometheus import PrometheusProcess, create_blocks, require_prometheus
@@ -241,12 +243,22 @@ def test_live_nan_values_are_counted_alike_on_both_paths(prometheus: PrometheusP
     assert results["remote_read"][0] == [] and results["remote_read"][1] >= 3
 
 
-def test_a_samples_answer_decodes_to_the_same(prometheus: PrometheusProcess) -> None:
+@pytest.mark.parametrize("types", [(SAMPLES,), (STREAMED_XOR_CHUNKS,)], ids=["samples", "chunks"])
+@pytest.mark.parametrize(("start", "end"), WINDOWS[:3])
+def test_either_answer_decodes_to_the_same(
+    prometheus: PrometheusProcess, types: tuple[int, ...], start: float, end: float
+) -> None:
     with override_settings(PROMETHEUS_READ_PATH="remote_read"):
         client = PrometheusClient(prometheus.url)
-        client.remote_read_types = (SAMPLES,)
-        answer = client.read_raw("cw_rr_temp", _at(T0 - 60), _at(T0 + 7200))
-    assert (answer.series, answer.skipped) == expected("cw_rr_temp", T0 - 60, T0 + 7200)
+        client.remote_read_types = types
+        for metric in ("cw_rr_bytes_total", "cw_rr_temp"):
+            answer = client.read_raw(metric, _at(start), _at(end))
+            assert (answer.series, answer.skipped) == expected(metric, start, end)
+
+
+def test_short_windows_ask_for_samples_and_long_ones_for_chunks() -> None:
+    assert remote_read_types_for(60_000) == (SAMPLES, STREAMED_XOR_CHUNKS)
+    assert remote_read_types_for(CHUNKS_FROM_MS) == (STREAMED_XOR_CHUNKS, SAMPLES)
 
 
 def test_a_shard_reads_only_its_nodes(prometheus: PrometheusProcess) -> None:
@@ -502,7 +514,7 @@ def test_errors_deadline_size_cap_and_headers_are_those_of_every_query() -> None
         "Bearer s3cret",
         "team-a",
     )
-    assert list(request.accepted_response_types) == [1, 0]
+    assert list(request.accepted_response_types) == [0, 1]  # a short window: SAMPLES first
     assert [(q.start_timestamp_ms, q.end_timestamp_ms) for q in request.queries] == [
         ((T0) * 1000, (T0 + 4) * 1000)
     ]
