@@ -9,8 +9,9 @@ times in turn (the median is printed):
 
 1. today's reads: the ``query_range`` of every GPU and IB column (and XID) that ingest makes,
    decoded with orjson (``decode``), from each column's fetch start to the window end;
-2. the same metrics' raw series via ``read_raw`` over remote read (``STREAMED_XOR_CHUNKS``);
-3. the same via remote read asking for ``SAMPLES`` only (Prometheus decodes the chunks);
+2. the same metrics' raw series via ``read_raw`` over remote read, ``STREAMED_XOR_CHUNKS``;
+3. the same via remote read, ``SAMPLES`` (Prometheus decodes the chunks; what a short
+   window asks for first);
 4. the same via ``read_raw`` range selectors (``metric[60s]`` instant queries).
 
 Raw reads cover (window start - one step, window end]: the context sample a counter needs
@@ -100,7 +101,7 @@ def variants(client_for, queries, names, window) -> dict[str, Callable[[], tuple
     """The four ways of reading one cycle, by name."""
     from django.test.utils import override_settings
 
-    from ingest.remote_read import SAMPLES
+    from ingest.remote_read import SAMPLES, STREAMED_XOR_CHUNKS
 
     start, end, step = window
     raw_start = start - timedelta(seconds=step)
@@ -126,8 +127,8 @@ def variants(client_for, queries, names, window) -> dict[str, Callable[[], tuple
 
     return {
         "1 today: query_range + orjson": today,
-        "2 read_raw remote_read (XOR chunks)": raw("remote_read"),
-        "3 remote read, SAMPLES": raw("remote_read", (SAMPLES,)),
+        "2 read_raw remote read, XOR chunks": raw("remote_read", (STREAMED_XOR_CHUNKS,)),
+        "3 read_raw remote read, SAMPLES": raw("remote_read", (SAMPLES,)),
         "4 read_raw range_selector": raw("range_selector"),
     }
 
