@@ -81,6 +81,15 @@ def env_float(name: str, default: float, minimum: float | None = None) -> float:
     return number
 
 
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    """A setting that must be one of ``choices`` (compared lower-cased)."""
+    value = env_str(name, default).lower()
+    if value not in choices:
+        _fail(name, value, f"expected one of {', '.join(choices)}")
+        return default
+    return value
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     """A comma-separated list setting."""
     value = _raw(name)

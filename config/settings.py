@@ -68,6 +68,12 @@ if PROMETHEUS_FLAVOR not in {"auto", "prometheus", "victoriametrics"}:
         f"PROMETHEUS_FLAVOR={PROMETHEUS_FLAVOR!r}: expected auto, prometheus or victoriametrics"
     )
     PROMETHEUS_FLAVOR = "auto"
+# How PrometheusClient.read_raw reads raw samples: "remote_read" (POST /api/v1/read,
+# protobuf chunks: no PromQL evaluation, no JSON), "range_selector" (an instant query of
+# selector[range]) or "auto" (remote read where the flavour has it, docs/scaling.md).
+PROMETHEUS_READ_PATH = env.env_choice(
+    "PROMETHEUS_READ_PATH", "auto", ("auto", "remote_read", "range_selector")
+)
 # Queries in flight at once per process (a semaphore in PrometheusClient); 0 = no limit.
 PROMETHEUS_MAX_CONCURRENCY = env.env_int("PROMETHEUS_MAX_CONCURRENCY", 8, minimum=0)
 HTTP_TIMEOUT_SECONDS = env.env_float("HTTP_TIMEOUT_SECONDS", 10.0, minimum=0.1)
