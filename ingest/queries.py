@@ -17,8 +17,11 @@ from __future__ import annotations
 # go-dcgm pkg/dcgm/const_fields.go ``legacyDCGMFields`` (which 1.x names the exporter
 # accepts); docs/dcgm.md lists every default field and what ingest does with it.
 def _either(current: str, deprecated: str) -> str:
-    """A selector of a field under its current or its deprecated name (one answers)."""
-    return f'{{__name__=~"{current}|{deprecated}"}}'
+    """A selector of a field under its current or its deprecated name (one answers).
+
+    Braces doubled: ``promql()`` formats each entry with ``{by}``.
+    """
+    return f'{{{{__name__=~"{current}|{deprecated}"}}}}'
 
 
 _DCGM_CURRENT = {
