@@ -82,6 +82,8 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
         "runs": summaries.node_runs(node),
         "alerts": alerting.for_node(node.name),
         "alerting": alerting.available(),
+        "hardware": alerting.hardware([node.name]).get(node.name),
+        "maintenance": alerting.maintenance_for(node.name),
         "windows": Window.choices,
     }
     return render(request, "dashboard/node_detail.html", context)

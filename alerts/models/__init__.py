@@ -19,6 +19,7 @@ from .core import (
     SilenceableNode,
     SilenceAudit,
 )
+from .maintenance import NodeMaintenance
 
 try:
     from .notifications import *  # noqa: F403 - the notify models, whatever they are
@@ -33,6 +34,7 @@ __all__ = [
     "AlertState",
     "Evaluation",
     "EventKind",
+    "NodeMaintenance",
     "RuleConfig",
     "Severity",
     "Silence",
