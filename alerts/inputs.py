@@ -20,6 +20,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
+from . import health_inputs
 from . import queries as q
 from .rules import REGISTRY, RuleSettings
 from .rules.data import (
@@ -147,6 +148,10 @@ def fetch(
             )
     if "ib_last" in need:
         _fetch_ib_last(data, window)
+    if "gpu_health" in need:
+        health_inputs.fetch_gpu_health(data, rule_settings, window, _rows)
+    if "xid_gone" in need:
+        health_inputs.fetch_xid_gone(data, rule_settings, _rows)
     _fetch_shapes(data, rule_settings, need, window)
     return data
 

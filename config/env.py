@@ -145,6 +145,26 @@ def env_url(name: str, default: str, schemes: tuple[str, ...]) -> str:
     return value
 
 
+def env_secret_url(name: str, schemes: tuple[str, ...] = ("https", "http")) -> str:
+    """An optional URL that is itself a secret (a heartbeat or webhook URL): "" when unset.
+
+    A bad value is reported by its scheme and host only, never in full.
+    """
+    value = env_str(name, "")
+    if not value:
+        return ""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - validates the port number
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in schemes or not parts.hostname:
+        shape = f"{parts.scheme}://{parts.hostname or ''}/…" if parts else "(unparseable)"
+        ERRORS.append(f"{name}={shape}: expected a URL like {schemes[0]}://host/path")
+        return ""
+    return value
+
+
 def env_networks(name: str, default: list[str]) -> list[str]:
     """A comma-separated list of IP addresses or CIDR networks."""
     networks = env_list(name, default)

@@ -217,6 +217,13 @@ ALERTS_EVALUATE_ON_INGEST = env.env_bool("ALERTS_EVALUATE_ON_INGEST", True)
 ALERTS_EVALUATION_INTERVAL_SECONDS = env.env_int(
     "ALERTS_EVALUATION_INTERVAL_SECONDS", 60, minimum=5
 )
+# The dead man's switch (alerts.watchdog): the watchdog alert fires while the newest evaluation
+# is younger than this; HEARTBEAT_URL (a secret) is fetched after each successful evaluation.
+ALERTS_WATCHDOG_MAX_AGE_SECONDS = env.env_int(
+    "ALERTS_WATCHDOG_MAX_AGE_SECONDS", 3 * ALERTS_EVALUATION_INTERVAL_SECONDS, minimum=1
+)
+HEARTBEAT_URL = env.env_secret_url("HEARTBEAT_URL")
+HEARTBEAT_TIMEOUT_SECONDS = env.env_float("HEARTBEAT_TIMEOUT_SECONDS", 10.0, minimum=0.1)
 ALERTS_EVALUATION_RETENTION_SECONDS = env.env_int(
     "ALERTS_EVALUATION_RETENTION_SECONDS", 2 * 86400, minimum=0
 )

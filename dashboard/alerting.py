@@ -106,3 +106,41 @@ def counts() -> dict[str, int]:
         "silenced": by_state["firing_muted"],
         "resolved": by_state["resolved"],
     }
+
+
+def hardware(nodes: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Node name → {"verdict", "label", "reasons"} of the nodes whose GPUs are not healthy."""
+    from alerts.hardware import hardware_verdicts
+
+    return {
+        node: {"verdict": v.verdict, "label": v.label, "reasons": list(v.reasons)}
+        for node, v in hardware_verdicts(nodes).items()
+    }
+
+
+def maintenance_nodes() -> dict[str, dict[str, Any]]:
+    """Node name → {"since", "by", "comment"} of every node in maintenance."""
+    from alerts import maintenance
+
+    return {node: _maintenance_row(m) for node, m in maintenance.in_maintenance().items()}
+
+
+def maintenance_for(node: str) -> dict[str, Any]:
+    """The node's maintenance state and the suggested commands (shown, never run)."""
+    from alerts import maintenance
+
+    current = maintenance.current(node)
+    return {
+        "active": _maintenance_row(current) if current else None,
+        "commands": [{"when": c.when, "text": c.text} for c in maintenance.commands(node)],
+    }
+
+
+def _maintenance_row(row: Any) -> dict[str, Any]:
+    user = row.started_by
+    return {
+        "since": row.started_at,
+        "by": user.get_username() if user else "",
+        "comment": row.comment,
+        "silence": row.silence_id,
+    }

@@ -203,8 +203,10 @@ def node_runs(node: Node, limit: int = 50) -> list[dict[str, Any]]:
 
 
 def node_list() -> list[dict[str, Any]]:
-    """Every node with pool, leaf switch, last seen and its worst firing alert."""
+    """Every node with pool, leaf switch, last seen, its worst firing alert, hardware verdict
+    (None: healthy) and maintenance (None: in service)."""
     marks = alerting.node_marks()
+    hardware, maintenance = alerting.hardware(), alerting.maintenance_nodes()
     reference = Node.objects.aggregate(latest=Max("last_seen"))["latest"]
     rows = []
     for node in Node.objects.all():
@@ -214,5 +216,6 @@ def node_list() -> list[dict[str, Any]]:
             if missing
             else marks.get(node.name, {}).get("state", NodeState.HEALTHY)
         )
-        rows.append({"node": node, "state": state})
+        rows.append({"node": node, "state": state, "hardware": hardware.get(node.name),
+                     "maintenance": maintenance.get(node.name)})  # fmt: skip
     return rows

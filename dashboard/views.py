@@ -81,6 +81,8 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
         "pool_changes": PoolChange.objects.filter(node=node).order_by("-ts")[:10],
         "runs": summaries.node_runs(node),
         "alerts": alerting.for_node(node.name),
+        "hardware": alerting.hardware([node.name]).get(node.name),
+        "maintenance": alerting.maintenance_for(node.name),
         "windows": Window.choices,
     }
     return render(request, "dashboard/node_detail.html", context)

@@ -6,6 +6,7 @@ Settings can override any entry: ``INGEST_PROMQL_OVERRIDES`` maps
 
 from __future__ import annotations
 
+
 # --- gpu / ib / topology (owned by the ingest-core work) --------------------
 # ``{by}`` is replaced with the node-identity labels (INGEST_NODE_LABELS) plus
 # ``instance``; ``max by`` collapses duplicate targets and drops pod labels.
@@ -15,6 +16,14 @@ from __future__ import annotations
 # Names: NVIDIA/dcgm-exporter etc/default-counters.csv and etc/1.x-compatibility-metrics.csv,
 # go-dcgm pkg/dcgm/const_fields.go ``legacyDCGMFields`` (which 1.x names the exporter
 # accepts); docs/dcgm.md lists every default field and what ingest does with it.
+def _either(current: str, deprecated: str) -> str:
+    """A selector of a field under its current or its deprecated name (one answers).
+
+    Braces doubled: ``promql()`` formats each entry with ``{by}``.
+    """
+    return f'{{{{__name__=~"{current}|{deprecated}"}}}}'
+
+
 _DCGM_CURRENT = {
     "util": "DCGM_FI_DEV_GPU_UTIL",
     "tensor": "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
@@ -31,6 +40,16 @@ _DCGM_CURRENT = {
     "nvlink_replay": "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
     "nvlink_recovery": "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
     "xid": "DCGM_FI_DEV_XID_ERRORS",
+    # Hardware health (docs/dcgm.md "Hardware health"). The exporter names a series after the
+    # CSV's field name and go-dcgm accepts both the current and the deprecated name of a field
+    # (pkg/dcgm/const_fields.go dcgmFields / legacyDCGMFields), so either may be scraped.
+    "ecc_dbe_vol": "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+    "pcie_replay": _either("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_PCIE_REPLAY_TOTAL"),
+    "row_remap_failure": _either("DCGM_FI_DEV_ROW_REMAP_FAILURE", "DCGM_FI_DEV_ROW_REMAP_FAILED"),
+    "row_remap_pending": "DCGM_FI_DEV_ROW_REMAP_PENDING",
+    "clock_events": _either(
+        "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"
+    ),
 }
 #: ``-o`` (DCGM_EXPORTER_USE_OLD_NAMESPACE) with the 1.x CSV. The PROF NVLink byte fields
 #: have no 1.x name (the exporter refuses them), so the legacy dialect has no such column.
@@ -47,11 +66,18 @@ _DCGM_LEGACY = {
     "nvlink_replay": "dcgm_nvlink_replay_error_count_total",
     "nvlink_recovery": "dcgm_nvlink_recovery_error_count_total",
     "xid": "dcgm_xid_errors",
+    # The 1.x CSV names only these two of the health fields (commented out / on).
+    "ecc_dbe_vol": "dcgm_ecc_dbe_volatile_total",
+    "pcie_replay": "dcgm_pcie_replay_counter",
 }
 #: Metric names that identify each dialect (dialect detection and coverage).
 DCGM_MARKERS = {"current": _DCGM_CURRENT["util"], "legacy": _DCGM_LEGACY["util"]}
 #: Current field name → its 1.x name, for the fields both dialects have.
-DCGM_LEGACY_NAMES = {_DCGM_CURRENT[column]: legacy for column, legacy in _DCGM_LEGACY.items()}
+DCGM_LEGACY_NAMES = {
+    _DCGM_CURRENT[column]: legacy
+    for column, legacy in _DCGM_LEGACY.items()
+    if not _DCGM_CURRENT[column].startswith("{")
+}
 #: The label dcgm-exporter puts the GPU's product name in (``modelName`` in both dialects).
 DCGM_MODEL_LABEL = "modelName"
 

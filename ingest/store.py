@@ -38,6 +38,10 @@ GPU_VALUE_COLUMNS = (
     "util", "tensor", "sm", "dram", "power", "temp", "nvlink_bw",
     "nvlink_crc_flit", "nvlink_crc_data", "nvlink_replay", "nvlink_recovery",
 )  # fmt: skip
+#: Raw-only GPU columns (not rolled up): hardware health, see ``ingest.sources.dcgm.HEALTH``.
+GPU_HEALTH_COLUMNS = (
+    "ecc_dbe_vol", "pcie_replay", "row_remap_failure", "row_remap_pending", "clock_events",
+)  # fmt: skip
 IB_VALUE_COLUMNS = (
     "tx_bytes", "rx_bytes", "tx_packets", "rx_packets", "xmit_wait", "symbol_errors",
     "link_downed", "link_error_recovery", "rcv_errors", "local_link_integrity",
@@ -48,6 +52,13 @@ GPU_TABLE = CopyTable(
     ("ts", "node_id", "gpu", *GPU_VALUE_COLUMNS),
     ("timestamptz", "int4", "int2", *[_F8] * len(GPU_VALUE_COLUMNS)),
     ("node_id", "gpu", "ts"),
+)
+#: What the dcgm source writes: the value columns, then the hardware health columns (real).
+GPU_SAMPLE_TABLE = CopyTable(
+    GPU_TABLE.name,
+    (*GPU_TABLE.columns, *GPU_HEALTH_COLUMNS),
+    (*GPU_TABLE.types, *["float4"] * len(GPU_HEALTH_COLUMNS)),
+    GPU_TABLE.key,
 )
 IB_TABLE = CopyTable(
     "ingest_ibsample",
@@ -210,7 +221,7 @@ def stored_gpu_values(
 
     What a counter carried into the next window starts from (``ingest.sampling``).
     """
-    names = [c for c in columns if c in GPU_VALUE_COLUMNS]
+    names = [c for c in columns if c in GPU_VALUE_COLUMNS or c in GPU_HEALTH_COLUMNS]
     out: dict[str, dict[tuple[str, int], float]] = {c: {} for c in names}
     if not names:
         return out

@@ -45,6 +45,14 @@ KEY_FAMILIES = frozenset(
         "up",
     }
 )
+#: The GPU hardware-health families ("key,<these>" adds them: the hardware rules' inputs).
+HEALTH_FAMILIES = (
+    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+    "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
+    "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+    "DCGM_FI_DEV_ROW_REMAP_PENDING",
+    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
+)
 WHOLE_DIALECTS = (Dialect.KSM, Dialect.KUEUE, Dialect.CHECKPOINTS)
 
 

@@ -19,6 +19,7 @@ from .core import (
     SilenceableNode,
     SilenceAudit,
 )
+from .maintenance import NodeMaintenance
 from .notifications import (
     AttemptOutcome,
     ChannelKind,
@@ -40,6 +41,7 @@ __all__ = [
     "DeliveryAttempt",
     "Evaluation",
     "EventKind",
+    "NodeMaintenance",
     "NotificationChannel",
     "NotificationGroup",
     "Outbox",

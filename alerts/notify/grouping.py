@@ -38,6 +38,7 @@ __all__ = ["MATCH_OPS", "Matcher"]  # re-exported: channels route with the silen
 
 ALL_LABELS = "..."  # group_by = ["..."]: every label, i.e. one group per alert
 ROOT_ROUTE_KEY = "{}"  # Alertmanager's key of a route without matchers
+WATCHDOG = "watchdog"  # the dead man's switch's alertname (alerts.watchdog)
 
 
 @dataclass(frozen=True)
@@ -64,9 +65,12 @@ class Route:
     min_severity: str = "info"
     matchers: tuple[Matcher, ...] = ()
     group_by: tuple[str, ...] = ()
+    watchdog: bool = False  # takes the always-firing watchdog (alerts.watchdog), whatever else
 
     def takes(self, alert: AlertView) -> bool:
         """Whether the alert reaches this channel."""
+        if alert.labels.get("alertname") == WATCHDOG:
+            return self.watchdog
         if rank(alert.severity) < rank(self.min_severity):
             return False
         return all(matcher.matches(alert.labels) for matcher in self.matchers)

@@ -28,6 +28,7 @@ from ..models import (
     NotificationGroup,
     Outbox,
 )
+from ..watchdog import watchdog_view
 from . import silence_mirror
 from .forwarding import decide_forwarding
 from .grouping import (
@@ -130,7 +131,10 @@ def flush_channel(channel_id: int, now: datetime) -> list[int]:
     groups = {group.key_hash: group for group in channel.groups.all()}
     external_url = settings.EXTERNAL_URL
     written: list[int] = []
-    members_by_key = group_alerts(_candidate_alerts(groups.values(), external_url), channel.route())
+    candidates = _candidate_alerts(groups.values(), external_url)
+    if channel.watchdog and (alive := watchdog_view(now, external_url)) is not None:
+        candidates.append(alive)
+    members_by_key = group_alerts(candidates, channel.route())
     for key, members in members_by_key.items():
         group = groups.pop(_hash(key), None)
         if group is None and not any(_starts_group(channel, a) for a in members):

@@ -34,6 +34,24 @@ class GpuSample(GpuValues):
     ts = models.DateTimeField()
     node = models.ForeignKey(Node, on_delete=models.DO_NOTHING, db_constraint=False)
     gpu = models.SmallIntegerField()
+    # Hardware health (raw only, not rolled up; docs/dcgm.md "Hardware health"). real columns:
+    # whole counts and a 9-bit mask are exact in float4, at half the width of float8.
+    ecc_dbe_vol = models.FloatField(
+        null=True, help_text="DCGM_FI_DEV_ECC_DBE_VOL_TOTAL as read: DBEs since the last GPU reset"
+    )
+    pcie_replay = models.FloatField(
+        null=True, help_text="DCGM_FI_DEV_PCIE_REPLAY_COUNTER: increase over the step"
+    )
+    row_remap_failure = models.FloatField(
+        null=True, help_text="DCGM_FI_DEV_ROW_REMAP_FAILURE: 1 = row remapping failed"
+    )
+    row_remap_pending = models.FloatField(
+        null=True, help_text="DCGM_FI_DEV_ROW_REMAP_PENDING: 1 = remaps wait for a GPU reset"
+    )
+    clock_events = models.FloatField(
+        null=True,
+        help_text="DCGM_FI_DEV_CLOCKS_EVENT_REASONS: bitmask of DCGM_CLOCKS_EVENT_REASON_*",
+    )
 
     class Meta:
         managed = False

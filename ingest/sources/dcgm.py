@@ -33,13 +33,25 @@ from ..normalize import (
 from ..prometheus import PrometheusClient, Series
 from ..queries import DCGM_MARKERS, DCGM_MODEL_LABEL, GPU, promql
 from ..sampling import SAMPLED_AT, CarryIn, Sampling, Stepper
-from ..store import GPU_TABLE, insert_rows, stored_gpu_values, timestamps, upsert_nodes
+from ..store import GPU_SAMPLE_TABLE, insert_rows, stored_gpu_values, timestamps, upsert_nodes
 from .base import Batch, Source, StoreResult, Window, fetch_sampling
 
 GAUGES = ("util", "tensor", "sm", "dram", "power", "temp")
 NVLINK_ERRORS = ("nvlink_crc_flit", "nvlink_crc_data", "nvlink_replay", "nvlink_recovery")
-SPEC = tuple(Column(name, "gauge") for name in GAUGES) + tuple(
-    Column(n, "increase") for n in NVLINK_ERRORS
+#: Hardware health (docs/dcgm.md "Hardware health"), after the value columns. The volatile DBE
+#: count is kept as read (it returns to 0 only when the GPU is reset, which is what the
+#: verdict needs to know); PCIe replays as per-step increases; the flags and the bitmask as read.
+HEALTH = (
+    Column("ecc_dbe_vol", "gauge"),
+    Column("pcie_replay", "increase"),
+    Column("row_remap_failure", "gauge"),
+    Column("row_remap_pending", "gauge"),
+    Column("clock_events", "gauge"),
+)
+SPEC = (
+    tuple(Column(name, "gauge") for name in GAUGES)
+    + tuple(Column(n, "increase") for n in NVLINK_ERRORS)
+    + HEALTH
 )
 #: NVLink bandwidth: DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL (a rate, see NVLINK_BW_UNIT_BYTES),
 #: else the PROF TX + RX gauges (bytes/s).
@@ -107,7 +119,7 @@ def build_rows(
     sampling: Sampling | None = None,
     carry_in: CarryIn | None = None,
 ) -> Stepper:
-    """Per (node, gpu, step) rows in ``GPU_TABLE`` column order; empty steps are not rows.
+    """Per (node, gpu, step) rows in ``GPU_SAMPLE_TABLE`` column order; empty steps are not rows.
 
     ``sampling`` (per node: dcgm-exporter samples every GPU of a node at once) makes
     counters exact at any scrape interval and a vanished exporter a gap (``ingest.sampling``).
@@ -234,7 +246,7 @@ class GpuSource(Source):
         seen = {n: payload.seen.get(n, (payload.times[-1], payload.times[-1])) for n in names}
         node_ids = upsert_nodes({n: (stamps[a], stamps[b]) for n, (a, b) in seen.items()})
         rows = [(stamps[r[0]], node_ids[r[1]], *r[2:]) for r in payload.rows]
-        inserted = insert_rows(GPU_TABLE, rows)
+        inserted = insert_rows(GPU_SAMPLE_TABLE, rows)
         store_gpu_models(payload.models, node_ids)
         return StoreResult(rows=inserted + store_xid_events(payload, node_ids, stamps))
 

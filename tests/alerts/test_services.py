@@ -179,7 +179,7 @@ def test_silenced_alerts_are_recorded_and_unsilenced_when_the_silence_ends(
 
 
 def test_until_resolved_silence_ends_when_its_alerts_resolve(cluster: dict, staff_user) -> None:
-    seed.xid(cluster["gpu-001"], 2, NOW - 3500, 79)
+    seed.xid(cluster["gpu-001"], 2, NOW - 3500, 48)
     seed.cover(NOW)
     silence = create_silence(
         matchers=node_matchers("gpu-001"),
@@ -233,7 +233,7 @@ def test_a_change_publishes_one_typed_live_event_after_commit(
 
 def test_a_fault_that_returns_after_resolution_opens_a_new_alert(cluster: dict) -> None:
     node = cluster["gpu-001"]
-    seed.xid(node, 2, NOW - 7200, 79)
+    seed.xid(node, 2, NOW - 7200, 64)
     seed.cover(NOW - 4000)
     evaluate(now=NOW - 4000)
     seed.cover(NOW - 3000)

@@ -20,6 +20,7 @@ from django.test.utils import override_settings
 
 from alerts.models import Alert, Evaluation
 from simulator import Cluster, ClusterSpec
+from simulator.history import HEALTH_FAMILIES
 from simulator.render import renderer_for
 from simulator.scenarios import scenario_faults, with_scenario
 from tests.alerts.acceptance import Replay, empty_ingest_tables, ingest_history, replay
@@ -43,6 +44,10 @@ CONGESTION = (("ib_congestion", 0.0), ("ib_congestion_leaf", GAP), ("ib_congesti
 # The other IB fault scenarios, together after those: each on its own port or node.
 PORT_FAULTS = ("ib_symbol_errors", "ib_link_flap", "ib_counter_saturated", "ib_straggler")
 IB_SCENARIOS = (*CONGESTION, *((name, 3 * GAP) for name in PORT_FAULTS))
+
+
+#: The key families plus the GPU hardware-health ones.
+WITH_HEALTH = ",".join(("key", *HEALTH_FAMILIES))
 
 
 #: The seed whose busy_healthy schedule fits every scenario at EPOCH + offset (fixed: the epoch is
@@ -74,13 +79,15 @@ def stored_wait() -> dict[str, float]:
 
 
 def replayed(spec: ClusterSpec, start: float, end: float, workdir: Path, blocker,  # noqa: ANN001
-             every: float = REPLAY_STEP) -> tuple:  # fmt: skip
+             every: float = REPLAY_STEP, families: str = "key") -> tuple:  # fmt: skip
     """(stored wait, replay, evaluations) of [start, end): served, ingested, replayed from +10 min
     every ``every`` seconds (each evaluation's windows reach back to the previous one's, so a
     longer step still judges every stored step)."""
     cluster = Cluster(spec)
     history = timedelta(seconds=end - start)
-    with simulated_prometheus(cluster, workdir, history, STEP, "30s", "key", end, "100y") as prom:
+    with simulated_prometheus(
+        cluster, workdir, history, STEP, "30s", families, end, "100y"
+    ) as prom:
         with blocker.unblock(), override_settings(**PINNED_RETENTION):
             ingest_history(prom)
             try:
@@ -119,6 +126,7 @@ def busy_healthy(
             Path(tmp_path_factory.mktemp("busy")),
             django_db_blocker,
             BUSY_REPLAY_STEP,
+            WITH_HEALTH,  # the GPU hardware rules judge it too (healthy: nothing may fire)
         ),
     )
 
