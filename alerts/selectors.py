@@ -8,12 +8,27 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from django.core.exceptions import ObjectDoesNotExist
 from django.db import connection
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
-from .models import ACTIVE_STATES, Alert, AlertEvent, AlertState, Evaluation, Silence
+from .acks import serialize_triage
+from .attribution import alert_hurts
+from .models import (
+    ACTIVE_STATES,
+    Alert,
+    AlertAudit,
+    AlertEvent,
+    AlertState,
+    AlertTriage,
+    Evaluation,
+    Silence,
+)
 from .silences import matches_all, parse_matchers
+
+HURT_FIELDS = ("namespace", "run", "queue", "cluster_queue", "team", "gpus", "nodes", "gpu_hours",
+               "text")  # fmt: skip
 
 
 def firing_alerts(*, include_muted: bool = True) -> QuerySet[Alert]:
@@ -137,7 +152,16 @@ def serialize_alert(alert: Alert) -> dict[str, Any]:
         "summary": alert.summary,
         "silenced": alert.silenced,
         "inhibited": alert.inhibited,
+        **serialize_triage(_triage(alert)),
+        "hurts": [{k: run.get(k) for k in HURT_FIELDS} for run in alert_hurts(alert)],
     }
+
+
+def _triage(alert: Alert) -> AlertTriage | None:
+    try:
+        return alert.triage
+    except ObjectDoesNotExist:
+        return None
 
 
 def serialize_silence(silence: Silence) -> dict[str, Any]:
@@ -160,11 +184,12 @@ def serialize_silence(silence: Silence) -> dict[str, Any]:
 
 def change_marker() -> str:
     """A value that changes whenever an alert, a silence or an evaluation does (a cache key part)."""
-    tables = {model: model._meta.db_table for model in (Alert, Silence, Evaluation)}
+    tables = {model: model._meta.db_table for model in (Alert, Silence, Evaluation, AlertAudit)}
     with connection.cursor() as cursor:  # one round trip: this runs on every overview request
         cursor.execute(
             f"SELECT (SELECT max(updated_at)::text || count(*) FROM {tables[Alert]}), "
             f"(SELECT max(greatest(created_at, expired_at))::text || count(*) FROM {tables[Silence]}), "
-            f"(SELECT max(started_at)::text FROM {tables[Evaluation]})"
+            f"(SELECT max(started_at)::text FROM {tables[Evaluation]}), "
+            f"(SELECT max(ts)::text FROM {tables[AlertAudit]})"
         )
         return "|".join(map(str, cursor.fetchone()))

@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from . import inputs
+from . import attribution, inputs
 from .events import alerts_changed
 from .lifecycle import Decision, Finding, Tracked, decide, finding_for
 from .models import (
@@ -179,6 +179,16 @@ def evaluate(trigger: str = "manual", now: float | None = None) -> EvaluationRes
         active = {a.fingerprint: a for a in Alert.objects.filter(state__in=ACTIVE_STATES)}
         walk_back(findings, set(active), rule_settings, data, fingerprint, previous=last or {})
         timings["since"] = time.perf_counter() - mark
+        mark = time.perf_counter()
+        # Labels are (re)computed where they are written: new alerts and pending ones.
+        unsettled = [
+            fp
+            for fp, finding in findings.items()
+            if finding.state in ACTIVE_STATES
+            and (fp not in active or active[fp].state == AlertState.PENDING)
+        ]
+        attribution.attribute(findings, unsettled, data.max_gap)
+        timings["attribution"] = time.perf_counter() - mark
         mark = time.perf_counter()
         wall = timezone.now()
         result = _apply(findings, active, rule_settings, data, wall)

@@ -19,6 +19,7 @@ from .core import (
     SilenceableNode,
     SilenceAudit,
 )
+from .triage import AlertAudit, AlertTriage, NamespaceTeam, OverrideScope, RuleOverride
 
 try:
     from .notifications import *  # noqa: F403 - the notify models, whatever they are
@@ -29,13 +30,18 @@ except ModuleNotFoundError as exc:  # pragma: no cover - only before notificatio
 __all__ = [
     "ACTIVE_STATES",
     "Alert",
+    "AlertAudit",
     "AlertEvent",
     "AlertState",
     "Evaluation",
     "EventKind",
+    "NamespaceTeam",
+    "OverrideScope",
     "RuleConfig",
+    "RuleOverride",
     "Severity",
     "Silence",
     "SilenceableNode",
     "SilenceAudit",
+    "AlertTriage",
 ]

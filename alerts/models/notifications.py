@@ -148,6 +148,11 @@ class NotificationChannel(models.Model):
         default=timedelta(hours=4), validators=[_validate_positive]
     )
     send_resolved = models.BooleanField(default=True)
+    notify_acks = models.BooleanField(
+        default=False,
+        help_text="Tell this channel when an alert is acknowledged (a notification of the group; "
+        "PagerDuty: an acknowledge event).",
+    )
     enabled = models.BooleanField(default=True)
     disabled_reason = models.TextField(blank=True)
     disabled_at = models.DateTimeField(null=True, blank=True)
