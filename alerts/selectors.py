@@ -56,6 +56,53 @@ def alerts(
     return list(qs.order_by("-pending_since", "-id")[:limit])
 
 
+def alert_query(
+    *,
+    state: str | None = None,
+    severity: str | None = None,
+    rule: str | None = None,
+    labels: dict[str, str] | None = None,
+    search: str | None = None,
+) -> QuerySet[Alert]:
+    """Alerts for the alerts page, newest first: ``state`` is a tab (``firing``: firing and not
+    muted; ``silenced``: firing and silenced or inhibited; ``pending``, ``resolved``), ``labels``
+    exact label values (team, namespace, pool…), ``search`` a substring of node, rule or summary."""
+    qs = Alert.objects.exclude(state=AlertState.INACTIVE)
+    muted = Q(silenced=True) | Q(inhibited=True)
+    if state == "firing":
+        qs = qs.filter(state=AlertState.FIRING).exclude(muted)
+    elif state == "silenced":
+        qs = qs.filter(muted, state=AlertState.FIRING)
+    elif state:
+        qs = qs.filter(state=state)
+    if severity:
+        qs = qs.filter(severity=severity)
+    if rule:
+        qs = qs.filter(rule=rule)
+    for name, value in (labels or {}).items():
+        qs = qs.filter(**{f"labels__{name}": value})
+    if search:
+        qs = qs.filter(
+            Q(node__icontains=search) | Q(rule__icontains=search) | Q(summary__icontains=search)
+        )
+    return qs.select_related("triage__acked_by", "triage__assignee").order_by(
+        "-pending_since", "-id"
+    )
+
+
+def alert_with_history(alert_id: int) -> tuple[Alert, list[AlertEvent], list[AlertAudit]] | None:
+    """One alert with its transitions (oldest first) and its audit trail (newest first)."""
+    alert = (
+        Alert.objects.select_related("triage__acked_by", "triage__assignee", "silenced_by")
+        .filter(pk=alert_id)
+        .first()
+    )
+    if alert is None:
+        return None
+    audit = list(AlertAudit.objects.filter(alert_ref=alert_id).select_related("user"))
+    return alert, alert_history(alert_id), audit
+
+
 def _overlapping(qs: QuerySet[Alert], start: datetime, end: datetime) -> QuerySet[Alert]:
     return qs.filter(pending_since__lte=end).filter(
         Q(resolved_at__isnull=True) | Q(resolved_at__gte=start)
