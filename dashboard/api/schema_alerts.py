@@ -168,6 +168,39 @@ def _ack_paths() -> None:
     }))  # fmt: skip
 
 
+def _override_paths() -> None:
+    register_schema("RuleOverride", {
+        "type": "object", "required": ["id", "rule", "scope", "value", "params", "updated_at", "updated_by"],
+        "properties": {"id": {"type": "integer"}, "rule": {"type": "string"},
+                       "scope": {"enum": ["pool", "gpu_model"]}, "value": {"type": "string"},
+                       "params": {"type": "object", "description": "the rule's params, validated"},
+                       "updated_at": TIME, "updated_by": {"type": ["string", "null"]}},
+    })  # fmt: skip
+    listing = {"type": "object", "required": ["overrides"], "properties": {
+        "overrides": {"type": "array", "items": {"$ref": "#/components/schemas/RuleOverride"}}}}  # fmt: skip
+    register_path("/api/v1/rule-overrides", "get", {
+        "summary": "Per-pool and per-GPU-model rule overrides",
+        "responses": {"200": {"description": "every override",
+                              "content": {"application/json": {"schema": listing}}}},
+    })  # fmt: skip
+    register_path("/api/v1/rule-overrides", "post", _write({
+        "summary": "Create (201) or replace (200) a rule's params for one pool or GPU model "
+                   "(needs alerts.add_ruleoverride and alerts.change_ruleoverride)",
+        "requestBody": {"required": True, "content": {"application/json": {"schema": {
+            "type": "object", "required": ["rule", "scope", "value", "params"], "additionalProperties": False,
+            "properties": {"rule": {"type": "string"}, "scope": {"enum": ["pool", "gpu_model"]},
+                           "value": {"type": "string", "maxLength": 253}, "params": {"type": "object"}}}}}},
+        "responses": {"200": json_response("the replaced override", "RuleOverride"),
+                      "201": json_response("the new override", "RuleOverride")},
+    }))  # fmt: skip
+    register_path("/api/v1/rule-overrides/{override_id}", "delete", _write({
+        "summary": "Remove an override (needs alerts.delete_ruleoverride)",
+        "parameters": [{"name": "override_id", "in": "path", "required": True, "schema": {"type": "integer"}}],
+        "responses": {"200": json_response("the removed override", "RuleOverride"),
+                      "404": {"description": "No such override (JSON error)"}},
+    }))  # fmt: skip
+
+
 def _write(operation: dict[str, Any]) -> dict[str, Any]:
     operation["responses"].update({"400": FIELD_ERROR, "403": FORBIDDEN,
                                    "413": {"description": "body too large (JSON error)"}})  # fmt: skip
@@ -202,6 +235,7 @@ def register() -> None:
                       "400": FIELD_ERROR},
     })  # fmt: skip
     _ack_paths()
+    _override_paths()
     _silence_paths()
     register_path("/api/v1/coverage", "get", {
         "summary": "Which exporter metrics Prometheus has, per family, with causes and fixes; node identity",
