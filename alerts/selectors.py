@@ -9,14 +9,29 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from django.core.exceptions import ObjectDoesNotExist
 from django.db import connection
 from django.db.models import Count, Q, QuerySet
 
 from core import clock
 
-from .models import ACTIVE_STATES, Alert, AlertState, Evaluation, Silence
+from .acks import serialize_triage
+from .attribution import alert_hurts
+from .models import (
+    ACTIVE_STATES,
+    Alert,
+    AlertAudit,
+    AlertEvent,
+    AlertState,
+    AlertTriage,
+    Evaluation,
+    Silence,
+)
 from .severity import Severity
 from .silences import matches_all, parse_matchers
+
+HURT_FIELDS = ("namespace", "run", "queue", "cluster_queue", "team", "gpus", "nodes", "gpu_hours",
+               "text")  # fmt: skip
 
 
 def firing_alerts(*, include_muted: bool = True) -> QuerySet[Alert]:
@@ -42,6 +57,53 @@ def alerts(
     if node:
         qs = qs.filter(node=node)
     return list(qs.order_by("-pending_since", "-id")[:limit])
+
+
+def alert_query(
+    *,
+    state: str | None = None,
+    severity: str | None = None,
+    rule: str | None = None,
+    labels: dict[str, str] | None = None,
+    search: str | None = None,
+) -> QuerySet[Alert]:
+    """Alerts for the alerts page, newest first: ``state`` is a tab (``firing``: firing and not
+    muted; ``silenced``: firing and silenced or inhibited; ``pending``, ``resolved``), ``labels``
+    exact label values (team, namespace, pool…), ``search`` a substring of node, rule or summary."""
+    qs = Alert.objects.exclude(state=AlertState.INACTIVE)
+    muted = Q(silenced=True) | Q(inhibited=True)
+    if state == "firing":
+        qs = qs.filter(state=AlertState.FIRING).exclude(muted)
+    elif state == "silenced":
+        qs = qs.filter(muted, state=AlertState.FIRING)
+    elif state:
+        qs = qs.filter(state=state)
+    if severity:
+        qs = qs.filter(severity=severity)
+    if rule:
+        qs = qs.filter(rule=rule)
+    for name, value in (labels or {}).items():
+        qs = qs.filter(**{f"labels__{name}": value})
+    if search:
+        qs = qs.filter(
+            Q(node__icontains=search) | Q(rule__icontains=search) | Q(summary__icontains=search)
+        )
+    return qs.select_related("triage__acked_by", "triage__assignee").order_by(
+        "-pending_since", "-id"
+    )
+
+
+def alert_with_history(alert_id: int) -> tuple[Alert, list[AlertEvent], list[AlertAudit]] | None:
+    """One alert with its transitions (oldest first) and its audit trail (newest first)."""
+    alert = (
+        Alert.objects.select_related("triage__acked_by", "triage__assignee", "silenced_by")
+        .filter(pk=alert_id)
+        .first()
+    )
+    if alert is None:
+        return None
+    audit = list(AlertAudit.objects.filter(alert_ref=alert_id).select_related("user"))
+    return alert, alert_history(alert_id), audit
 
 
 def _overlapping(qs: QuerySet[Alert], start: datetime, end: datetime) -> QuerySet[Alert]:
@@ -128,7 +190,16 @@ def serialize_alert(alert: Alert) -> dict[str, Any]:
         "summary": alert.summary,
         "silenced": alert.silenced,
         "inhibited": alert.inhibited,
+        **serialize_triage(_triage(alert)),
+        "hurts": [{k: run.get(k) for k in HURT_FIELDS} for run in alert_hurts(alert)],
     }
+
+
+def _triage(alert: Alert) -> AlertTriage | None:
+    try:
+        return alert.triage  # type: ignore[attr-defined]
+    except ObjectDoesNotExist:
+        return None
 
 
 def serialize_silence(silence: Silence) -> dict[str, Any]:
@@ -151,11 +222,17 @@ def serialize_silence(silence: Silence) -> dict[str, Any]:
 
 def change_marker() -> str:
     """A value that changes whenever an alert, a silence or an evaluation does (a cache key part)."""
-    tables = {model: model._meta.db_table for model in (Alert, Silence, Evaluation)}
+    tables = {model: model._meta.db_table for model in (Alert, Silence, Evaluation, AlertAudit)}
     with connection.cursor() as cursor:  # one round trip: this runs on every overview request
         cursor.execute(
             f"SELECT (SELECT max(updated_at)::text || count(*) FROM {tables[Alert]}), "
             f"(SELECT max(greatest(created_at, expired_at))::text || count(*) FROM {tables[Silence]}), "
-            f"(SELECT max(started_at)::text FROM {tables[Evaluation]})"
+            f"(SELECT max(started_at)::text FROM {tables[Evaluation]}), "
+            f"(SELECT max(ts)::text FROM {tables[AlertAudit]})"
         )
         return "|".join(map(str, cursor.fetchone()))
+
+
+def alert_history(alert_id: int) -> list[AlertEvent]:
+    """The transitions of one alert, oldest first."""
+    return list(AlertEvent.objects.filter(alert_id=alert_id).order_by("ts", "id"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
@@ -110,6 +111,26 @@ def env_mapping(name: str, default: dict[str, str]) -> dict[str, str]:
             _fail(name, value, "expected Key=value pairs separated by commas")
             return dict(default)
         mapping[key.strip()] = item.strip()
+    return mapping
+
+
+_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+def env_namespace_teams(name: str, default: dict[str, str]) -> dict[str, str]:
+    """``namespace=team`` pairs separated by commas, e.g. ``llm-pretrain=ml-infra,vision=cv``.
+
+    Namespaces must be Kubernetes namespace names (RFC 1123 labels); a team is any
+    non-empty text without ``,`` or ``=`` (at most 128 characters).
+    """
+    mapping = env_mapping(name, default)
+    for namespace, team in mapping.items():
+        if not _NAMESPACE.fullmatch(namespace):
+            _fail(name, _raw(name) or "", f"{namespace!r} is not a Kubernetes namespace name")
+            return dict(default)
+        if not team or len(team) > 128:
+            _fail(name, _raw(name) or "", f"{namespace!r}: expected a team of 1..128 characters")
+            return dict(default)
     return mapping
 
 

@@ -234,6 +234,9 @@ if ALERTS_SILENCE_TOKEN_SCOPE not in {"read", "checkpoints", "create_runs"}:
         "expected read, checkpoints or create_runs"
     )
     ALERTS_SILENCE_TOKEN_SCOPE = "create_runs"
+# namespace → team: node alerts hurting a run in the namespace carry team=<team> (the admin's
+# "namespace teams" win over it).
+ALERTS_NAMESPACE_TEAMS = env.env_namespace_teams("ALERTS_NAMESPACE_TEAMS", {})
 
 INSTALLED_APPS = [
     "daphne",

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ObjectDoesNotExist
+from django.core.paginator import Page, Paginator
+
 from alerts import selectors
 from alerts.severity import rank
 
@@ -12,9 +15,23 @@ STATES = ("firing", "pending", "silenced", "resolved")
 SCAN_LIMIT = 5000
 
 
+def _triage(alert: Any) -> Any:
+    try:
+        return alert.triage
+    except ObjectDoesNotExist:
+        return None
+
+
 def _row(alert: Any) -> dict[str, Any]:
     labels = alert.labels or {}
+    triage = _triage(alert)
+    acked = triage is not None and triage.is_acked()
     return {
+        "active": alert.state in ("pending", "firing"),
+        "acked_by": (triage.acked_by.get_username() if triage.acked_by else "?") if acked else "",
+        "assignee": triage.assignee.get_username() if triage and triage.assignee else "",
+        "team": labels.get("team") or "",
+        "pool": labels.get("pool") or "",
         "id": alert.pk,
         "name": alert.rule,
         "severity": alert.severity,
@@ -144,3 +161,75 @@ def _maintenance_row(row: Any) -> dict[str, Any]:
         "comment": row.comment,
         "silence": row.silence_id,
     }
+
+
+#: Alerts per page of the alerts page.
+PAGE_SIZE = 50
+#: Label filters of the alerts page (exact values).
+LABEL_FILTERS = ("team", "namespace", "pool")
+
+
+def alert_page(filters: dict[str, Any], page: int | str | None) -> Page | None:
+    """One page (``PAGE_SIZE`` rows, as dicts) of the alerts matching the page's filters."""
+    qs = selectors.alert_query(
+        state=filters.get("state") or None,
+        severity=filters.get("severity") or None,
+        rule=filters.get("rule") or None,
+        labels={k: filters[k] for k in LABEL_FILTERS if filters.get(k)},
+        search=filters.get("q") or None,
+    )
+    found = Paginator(qs, PAGE_SIZE).get_page(page)
+    found.object_list = [_row(a) for a in found.object_list]  # type: ignore[misc]
+    return found
+
+
+def rule_names() -> list[str]:
+    """Every registered rule id (for the rule filter)."""
+    from alerts.rules import REGISTRY
+
+    return sorted(REGISTRY)
+
+
+def detail(alert_id: int) -> dict[str, Any] | None:
+    """Everything the alert page shows: the alert, whom it hurts, its triage and history."""
+    found = selectors.alert_with_history(alert_id)
+    if found is None:
+        return None
+    from alerts.attribution import alert_hurts
+
+    alert, events, audit = found
+    triage = _triage(alert)
+    return {
+        **_row(alert),
+        "alert": alert,
+        "labels": sorted((alert.labels or {}).items()),
+        "context": alert.context or {},
+        "hurts": alert_hurts(alert),
+        "triage": triage,
+        "acked": triage is not None and triage.is_acked(),
+        "events": events,
+        "audit": audit,
+    }
+
+
+def triage(alert_id: int, user: Any, action: str, fields: dict[str, Any]) -> str:
+    """Acknowledge / un-acknowledge / assign from a page; returns "" or the error to show."""
+    from alerts import acks
+    from alerts.models import Alert
+
+    if not user.has_perm(acks.PERMISSION):
+        return f"needs the {acks.PERMISSION} permission"
+    alert = Alert.objects.filter(pk=alert_id).first()
+    if alert is None:
+        return f"no alert {alert_id}"
+    try:
+        if action == "ack":
+            acks.acknowledge(alert, user, fields.get("comment") or "", fields.get("until"))
+        elif action == "unack":
+            acks.unacknowledge(alert, user)
+        else:
+            name = fields.get("assignee") or ""
+            acks.assign(alert, user, acks.user_named(name) if name else None)
+    except acks.AckError as exc:
+        return str(exc)
+    return ""

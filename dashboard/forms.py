@@ -158,11 +158,34 @@ class NodeForm(RangeForm):
 
 
 class AlertFilterForm(forms.Form):
-    """Alerts page filters: state, severity, free-text node/rule search."""
+    """Alerts page filters: state, severity, rule, team / namespace / pool labels, free-text
+    node/rule search, and the page number."""
 
     state = forms.CharField(required=False, max_length=32)
     severity = forms.CharField(required=False, max_length=32)
+    rule = forms.CharField(required=False, max_length=64)
+    team = forms.CharField(required=False, max_length=128)
+    namespace = forms.CharField(required=False, max_length=253)
+    pool = forms.CharField(required=False, max_length=253)
     q = forms.CharField(required=False, max_length=253)
+    page = forms.IntegerField(required=False, min_value=1, max_value=10**6)
+
+    def query_without_page(self) -> str:
+        """The filters as a query string, for the pager's links."""
+        from urllib.parse import urlencode
+
+        values = self.cleaned_data if self.is_valid() else {}
+        return urlencode({k: v for k, v in values.items() if v and k != "page"})
+
+
+class TriageForm(forms.Form):
+    """Acknowledge, un-acknowledge or assign an alert from the alerts pages."""
+
+    action = forms.ChoiceField(choices=[("ack", "ack"), ("unack", "unack"), ("assign", "assign")])
+    comment = forms.CharField(required=False, max_length=2000)
+    until = forms.DateTimeField(required=False)
+    assignee = forms.CharField(required=False, max_length=150)
+    next = forms.CharField(required=False, max_length=2000)
 
 
 def first_error(form: forms.Form) -> tuple[str, str]:

@@ -179,7 +179,12 @@ def promql(family: str, dialect: str, name: str, **params: str) -> str:
 # Kueue: followers of an HA deployment export stale values; `!="follower"`
 # keeps the leader and matches versions without the `replica_role` label.
 _KQ = '{replica_role!="follower"}'
-_JOB_POD = 'kube_pod_info{created_by_kind="Job"}'
+# Pods of training workloads, by their controller (kube_pod_info's created_by_kind, the kind of the
+# pod's controller ownerReference, as kube_pod_owner{owner_is_controller="true"} reports it): batch
+# Jobs (JobSet's child Jobs, MPIJob launchers too), the Kubeflow training operators' own kinds,
+# KubeRay's RayCluster, LeaderWorkerSet's StatefulSets (docs/runs.md, "Which pods are runs").
+_WORKLOAD_KINDS = "Job|PyTorchJob|MPIJob|TFJob|XGBoostJob|PaddleJob|JAXJob|RayCluster|StatefulSet"
+_JOB_POD = f'kube_pod_info{{created_by_kind=~"{_WORKLOAD_KINDS}"}}'
 KUEUE: dict[str, dict[str, str]] = {
     "default": {
         "pending": f"max by (cluster_queue, status) (kueue_pending_workloads{_KQ})",
@@ -210,9 +215,24 @@ CLUSTER: dict[str, dict[str, str]] = {
         "unschedulable": "max by (node) (kube_node_spec_unschedulable)",
     }
 }
+#: kube_pod_labels names of the controller labels that name a pod's top-level workload.
+WORKLOAD_LABELS = (
+    "label_jobset_sigs_k8s_io_jobset_name",  # jobset.sigs.k8s.io/jobset-name
+    "label_training_kubeflow_org_job_name",  # training.kubeflow.org/job-name
+    "label_ray_io_originated_from_cr_name",  # ray.io/originated-from-cr-name (RayJob, RayService)
+    "label_ray_io_originated_from_crd",  # ray.io/originated-from-crd
+    "label_ray_io_cluster",  # ray.io/cluster
+    "label_leaderworkerset_sigs_k8s_io_name",  # leaderworkerset.sigs.k8s.io/name
+)
 RUNS: dict[str, dict[str, str]] = {
     "default": {
-        "pod_info": f"max by (namespace, pod, node, created_by_name) ({_JOB_POD})",
+        "pod_info": f"max by (namespace, pod, node, created_by_kind, created_by_name) ({_JOB_POD})",
+        # The controllers' labels naming the top-level workload (kube-state-metrics exports them
+        # with --metric-labels-allowlist=pods=[...]; see docs/runs.md).
+        "pod_workload": (
+            f"max by (namespace, pod, {', '.join(WORKLOAD_LABELS)}) (kube_pod_labels) "
+            f"and on (namespace, pod) {_JOB_POD}"
+        ),
         "pod_queue": (
             "max by (namespace, pod, label_kueue_x_k8s_io_queue_name) "
             '(kube_pod_labels{label_kueue_x_k8s_io_queue_name!=""})'

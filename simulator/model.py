@@ -42,6 +42,8 @@ class Pod:
     start: float
     phase: str
     restarts: int
+    # More labels kube_pod_labels carries (Kubernetes label name → value), e.g. a JobSet's.
+    labels: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -197,13 +199,23 @@ class Cluster:
             phase = "Running"
         else:
             phase = "Succeeded" if run.outcome == SUCCEEDED else "Failed"
+        # A JobSet's pods belong to its child Job <jobset>-<replicatedJob>-<index> (JobSet's
+        # naming) and carry the JobSet's labels (jobset.sigs.k8s.io, api/jobset/v1alpha2).
+        jobset = run.queue.cluster_queue in self.spec.jobset_queues
+        owner = f"{run.name}-workers-0" if jobset else run.name
+        labels = (
+            (("jobset.sigs.k8s.io/jobset-name", run.name),
+             ("jobset.sigs.k8s.io/replicatedjob-name", "workers"))
+            if jobset else ()
+        )  # fmt: skip
         return Pod(
             namespace=run.queue.namespace,
-            name=f"{run.name}-worker-{worker}",
+            name=f"{owner}-{worker}" if jobset else f"{run.name}-worker-{worker}",
             uid=_uid(self.spec.seed, run.name, worker),
             container="trainer",
             owner_kind="Job",
-            owner_name=run.name,
+            owner_name=owner,
+            labels=labels,
             local_queue=run.queue.local_queue,
             priority_class=run.queue.priority_class,
             start=run.admitted_at,

@@ -107,6 +107,9 @@ class ClusterSpec:
     exporters: ExporterOptions = field(default_factory=ExporterOptions)
     # When set, the last node's name and slot 0's job names carry this string (XSS tests).
     hostile_label: str | None = None
+    # Runs of these ClusterQueues are launched as JobSets (one replicated job "workers"): their
+    # pods belong to the child Job <run>-workers-0 and carry jobset.sigs.k8s.io/jobset-name=<run>.
+    jobset_queues: tuple[str, ...] = ()
 
     @property
     def epoch_seconds(self) -> float:

@@ -153,6 +153,11 @@ class NotificationChannel(models.Model):
         help_text="Also send the always-firing watchdog alert (a dead man's switch: the receiver "
         "pages when it stops arriving). It bypasses the severity and matchers.",
     )
+    notify_acks = models.BooleanField(
+        default=False,
+        help_text="Tell this channel when an alert is acknowledged (a notification of the group; "
+        "PagerDuty: an acknowledge event).",
+    )
     enabled = models.BooleanField(default=True)
     disabled_reason = models.TextField(blank=True)
     disabled_at = models.DateTimeField(null=True, blank=True)

@@ -97,8 +97,14 @@ def alert_line(alert: AlertPayload, group_labels: dict[str, str]) -> str:
     lines = [head]
     if summary := notes.get("summary"):
         lines.append(escape(summary))
-    if run := notes.get("run"):
+    if hurts := notes.get("hurts"):
+        lines.append(link(notes.get("run_url", ""), hurts))
+    elif run := notes.get("run"):
         lines.append("Run: " + link(notes.get("run_url", ""), run))
+    if acked := notes.get("acknowledged"):
+        lines.append(":eyes: acknowledged " + escape(acked))
+    if assignee := notes.get("assignee"):
+        lines.append("Assigned to " + escape(assignee))
     return clip("\n".join(lines), MAX_SECTION_CHARS)
 
 

@@ -52,7 +52,10 @@ def test_drift_sustained_in_stored_data_fires_at_the_first_evaluation(cluster: d
         "critical",
     )
     assert alert.labels == {"alertname": "gpu_tensor_drift", "severity": "critical", "node": "gpu-001", "gpu": "3",
-                            "namespace": "train", "run": "llama"}  # fmt: skip
+                            "namespace": "train", "run": "llama", "pool": "training"}  # fmt: skip
+    # The run it hurts, as of its start: both nodes, 8 GPUs each (their samples say so).
+    assert alert.context["hurts"] == [{"namespace": "train", "run": "llama", "queue": "", "cluster_queue": "",
+                                       "team": "", "gpus": 16, "nodes": 2}]  # fmt: skip
     assert alert.pending_since == seed.dt(NOW - 720)
     assert alert.firing_at == seed.dt(NOW - 120)
     assert alert.value == 0.003
@@ -116,7 +119,7 @@ def test_a_port_that_left_active_and_came_back_is_a_link_flap_one_still_down_is_
         "ib_link_flap",
         "firing",
         {"alertname": "ib_link_flap", "severity": "critical", "node": "gpu-001", "device": "mlx5_0",
-         "port": "1"},
+         "port": "1", "pool": "training"},
     )  # fmt: skip
     assert (flap.pending_since, flap.firing_at) == (seed.dt(NOW - 510), seed.dt(NOW - 510))
     assert flap.context == {"flaps": [[iso(NOW - 510), "state left active and returned"]]}
