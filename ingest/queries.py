@@ -17,11 +17,9 @@ from __future__ import annotations
 # go-dcgm pkg/dcgm/const_fields.go ``legacyDCGMFields`` (which 1.x names the exporter
 # accepts); docs/dcgm.md lists every default field and what ingest does with it.
 def _either(current: str, deprecated: str) -> str:
-    """A selector of a field under its current or its deprecated name (one answers).
-
-    Braces doubled: ``promql()`` formats each entry with ``{by}``.
-    """
-    return f'{{{{__name__=~"{current}|{deprecated}"}}}}'
+    """A field under its current or its deprecated name (one answers): ``(a or b)``, two
+    named selectors, so a shard's matcher is added to both (``shards.scope``)."""
+    return f"({current} or {deprecated})"
 
 
 _DCGM_CURRENT = {
@@ -76,7 +74,7 @@ DCGM_MARKERS = {"current": _DCGM_CURRENT["util"], "legacy": _DCGM_LEGACY["util"]
 DCGM_LEGACY_NAMES = {
     _DCGM_CURRENT[column]: legacy
     for column, legacy in _DCGM_LEGACY.items()
-    if not _DCGM_CURRENT[column].startswith("{")
+    if not _DCGM_CURRENT[column].startswith("(")
 }
 #: The label dcgm-exporter puts the GPU's product name in (``modelName`` in both dialects).
 DCGM_MODEL_LABEL = "modelName"

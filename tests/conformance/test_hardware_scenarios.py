@@ -17,9 +17,18 @@ from pathlib import Path
 
 import pytest
 
-from simulator import ClusterSpec, FaultKind
+from simulator import Cluster, ClusterSpec, FaultKind
 from simulator.scenarios import with_scenario
-from tests.conformance.test_scenarios import EPOCH, NODES, SEED, STEP, WITH_HEALTH, fired, replayed
+from tests.conformance.test_scenarios import (
+    EPOCH,
+    NODES,
+    SEED,
+    STEP,
+    WITH_HEALTH,
+    fired,
+    hurt,
+    replayed,
+)
 from tests.support.prometheus import require_prometheus
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.django_db]
@@ -57,16 +66,22 @@ def hardware(
 
 
 def test_each_hardware_scenario_raises_its_alert_at_its_gpu_and_nothing_else(hardware) -> None:  # noqa: ANN001
-    spec, (_, result, _) = hardware
+    spec, (_, result, _, leaves) = hardware
     faults = {f.kind: f for f in spec.faults}
     got = fired(result)
+
+    def labels(fault, gpu: str, severity: str) -> tuple:  # noqa: ANN001
+        """The alert's labels: its GPU, node, severity and attribution (``hurts``) then."""
+        node = fault.nodes[0]
+        return tuple(sorted({"gpu": gpu, "node": node, "severity": severity,
+                             "leaf_switch": leaves[node], **attribution(spec, node, fault)}.items()))  # fmt: skip
+
     expected = {
-        (kind, (("gpu", str(faults[kind].gpus[0])), ("node", faults[kind].nodes[0]),
-                ("severity", severity))): kind
+        (kind, labels(faults[kind], str(faults[kind].gpus[0]), severity)): kind
         for kind, (severity, _, _) in EXPECTED.items()
-    }  # fmt: skip
+    }
     xid = faults[FaultKind.XID]
-    xid_key = ("gpu_xid", (("gpu", "2"), ("node", xid.nodes[0]), ("severity", "critical")))
+    xid_key = ("gpu_xid", labels(xid, "2", "critical"))
     assert set(got) == set(expected) | {xid_key}
     for key, kind in expected.items():
         first, resolved = got[key]
@@ -80,8 +95,16 @@ def test_each_hardware_scenario_raises_its_alert_at_its_gpu_and_nothing_else(har
             kind, None if resolved is None else resolved - end)  # fmt: skip
 
 
+def attribution(spec, node: str, fault) -> dict[str, str]:  # noqa: ANN001
+    """``hurt`` where a run holds the node when the fault starts, else pool and GPU model."""
+    t = fault.start.timestamp()
+    if any(node in run.nodes for run in Cluster(spec).runs_at(t)):
+        return hurt(spec, node, t)
+    return {"pool": "training", "gpu_model": "NVIDIA H100 80GB HBM3"}
+
+
 def test_xid_79_keeps_firing_while_the_gpu_is_gone_and_resolves_when_it_returns(hardware) -> None:  # noqa: ANN001
-    spec, (_, result, _) = hardware
+    spec, (_, result, _, _) = hardware
     xid = next(f for f in spec.faults if f.kind == FaultKind.XID)
     (seen,) = result.of("gpu_xid", node=xid.nodes[0], gpu="2")
     start, back = xid.start.timestamp(), xid.end.timestamp()
