@@ -107,6 +107,9 @@ INGEST_AFTER_COMMIT_HOOKS = env.env_list(
 DASHBOARD_OVERVIEW_REFRESH_SECONDS = env.env_int(
     "DASHBOARD_OVERVIEW_REFRESH_SECONDS", 15, minimum=0
 )
+# Node pages read 5-minute columns from the hourly node tiles; off: from the rollups the
+# tiles copy (same values, slower; bench_load's reference figure).
+DASHBOARD_NODE_TILES = env.env_bool("DASHBOARD_NODE_TILES", True)
 try:
     INGEST_PROMQL_OVERRIDES = json.loads(env.env_str("INGEST_PROMQL_OVERRIDES", "{}") or "{}")
     assert isinstance(INGEST_PROMQL_OVERRIDES, dict)

@@ -150,7 +150,7 @@ def _device_columns(
 
 def node_gpus(node: Node, start: datetime, end: datetime, step: int) -> dict[str, dict[str, list]]:
     """Per-GPU columns: util %, tensor %, power W, NVLink bytes/s and error increases."""
-    result = selectors.node_gpu_series(node.name, start, end, step)
+    result = selectors.node_gpu_series(node.name, start, end, step, settings.DASHBOARD_NODE_TILES)
     return _device_columns(result, lambda c: {
         "util": c["util"],
         "tensor": _scaled(c["tensor"], 100),
@@ -163,7 +163,7 @@ def node_gpus(node: Node, start: datetime, end: datetime, step: int) -> dict[str
 
 def node_ports(node: Node, start: datetime, end: datetime, step: int) -> dict[str, dict[str, list]]:
     """Per-port columns: tx+rx bytes/s, xmit_wait ticks/s, error increases."""
-    result = selectors.node_ib_series(node.name, start, end, step)
+    result = selectors.node_ib_series(node.name, start, end, step, settings.DASHBOARD_NODE_TILES)
     return _device_columns(result, lambda c: {
         "throughput": _sum(c["tx_bytes"], c["rx_bytes"]),
         "xmit_wait": c["xmit_wait"],

@@ -1,0 +1,144 @@
+"""Hourly node tiles: one node's GPU or IB device over one hour, every rollup column.
+
+The node page's 6 h and 24 h charts are 5-minute columns of every GPU and port of one node.
+Read from the rollups that is one row per device and bucket (576 rows per family for 6 h,
+each on its own heap page, since rollups are written bucket by bucket for all nodes); a tile
+(``ingest_nodetile``) holds a device's whole hour: ``cells[k][c]`` is rollup column
+``COLUMNS[family][c]`` of the bucket at ``hour`` + 5 min × k (NULL: no value), bit k of
+``mask`` says the device had a rollup row in that bucket. 6 h is 7 rows per device.
+
+A device is what the node page draws: a GPU index, or an IB device name, whose value in a
+bucket is the mean over its ports (the mean of one port is its value, exactly), as
+``ingest.selectors`` computes it from the rollups. Tiles are refreshed by ``ingest.rollups``
+in the same transaction as the rollups they copy, slot range by slot range like the heatmap
+tiles (``ingest.heatmap_metrics``).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from django.db import connection
+
+from .store import GPU_VALUE_COLUMNS, IB_VALUE_COLUMNS
+
+COLUMNS: dict[str, tuple[str, ...]] = {"gpu": GPU_VALUE_COLUMNS, "ib": IB_VALUE_COLUMNS}
+#: A tile's slots: the 5-minute buckets of one hour.
+SLOTS = 12
+SLOT_SECONDS = 300
+_EPOCH = "date_part('epoch', {})::bigint"
+
+
+def _buckets_sql(family: str) -> str:
+    # (ts, node_id, device, values) per device and rollup bucket in [%(low)s, %(high)s).
+    if family == "gpu":
+        values = ", ".join(f"{c}::float8" for c in GPU_VALUE_COLUMNS)
+        return (
+            f"SELECT ts, node_id, gpu::text AS device, ARRAY[{values}] AS v "
+            "FROM ingest_gpurollup WHERE ts >= %(low)s AND ts < %(high)s"
+        )
+    values = ", ".join(f"avg(s.{c})::float8" for c in IB_VALUE_COLUMNS)
+    return (
+        f"SELECT s.ts, p.node_id, p.device, ARRAY[{values}] AS v "
+        "FROM ingest_ibrollup s JOIN ingest_ibport p ON p.id = s.port_id "
+        "WHERE s.ts >= %(low)s AND s.ts < %(high)s GROUP BY s.ts, p.node_id, p.device"
+    )
+
+
+def _placed(width: int) -> str:
+    # The group's rows (``g.rows``: [m][1 + width], the slot first, in slot order) as a
+    # [12][width] tile. Without holes between the first and last slot (the rule) NULL rows
+    # pad them into place; otherwise each slot looks itself up. (A subscript next to a
+    # slice is a slice from 1, hence ``x:x`` and ``unnest``.)
+    nulls = "array_fill(NULL::float8, ARRAY[{}, " + str(width) + "])"
+    row = f"ARRAY(SELECT unnest(g.rows[x:x][2:{width + 1}]))"
+    lookup = (
+        f"ARRAY(SELECT coalesce((SELECT {row} FROM generate_subscripts(g.rows, 1) x "
+        f"WHERE g.rows[x][1] = i), array_fill(NULL::float8, ARRAY[{width}])) "
+        f"FROM generate_series(0, {SLOTS - 1}) i ORDER BY i)"
+    )
+    return (
+        f"CASE WHEN g.dense THEN {nulls.format('g.first')} || g.rows[1:g.count][2:{width + 1}] "
+        f"|| {nulls.format(f'{SLOTS - 1} - g.last')} ELSE {lookup} END"
+    )
+
+
+def refresh_sql(family: str) -> str:
+    """Upsert of ``family``'s tiles from the rollups in [%(low)s, %(high)s).
+
+    Only the slots of that range change in a tile (``low_epoch``/``high_epoch``: the bounds
+    as unix seconds, multiples of 300); the rest of the hour is already there, as every
+    rollup refresh refreshes its tiles.
+    """
+    width = len(COLUMNS[family])
+    hour = _EPOCH.format("EXCLUDED.hour")
+    lo = f"greatest(0, ((%(low_epoch)s - {hour}) / {SLOT_SECONDS})::int)"
+    hi = f"least({SLOTS - 1}, ((%(high_epoch)s - {hour}) / {SLOT_SECONDS})::int - 1)"
+    return (
+        "INSERT INTO ingest_nodetile AS t (node_id, family, hour, device, mask, cells) "
+        f"SELECT g.node_id, '{family}', g.hour, g.device, g.mask, {_placed(width)} FROM ("
+        "SELECT hour, node_id, device, bit_or(1 << slot)::smallint AS mask, "
+        "min(slot) AS first, max(slot) AS last, count(*)::int AS count, "
+        "count(*) = max(slot) - min(slot) + 1 AS dense, "
+        # One ordered aggregate, so one sort per group: each row carries its slot.
+        "array_agg(array_prepend(slot::float8, v) ORDER BY slot) AS rows FROM ("
+        "SELECT date_bin('1 hour', ts, 'epoch') AS hour, node_id, device, "
+        f"mod({_EPOCH.format('ts')}, 3600)::int / {SLOT_SECONDS} AS slot, v "
+        f"FROM ({_buckets_sql(family)}) b) r GROUP BY hour, node_id, device) g "
+        "ON CONFLICT (node_id, family, hour, device) DO UPDATE SET "
+        f"cells[{lo} + 1 : {hi} + 1][1:{width}] = EXCLUDED.cells[{lo} + 1 : {hi} + 1][1:{width}], "
+        f"mask = t.mask & ~(((1 << ({hi} - {lo} + 1)) - 1) << {lo}) | EXCLUDED.mask"
+    )
+
+
+REFRESH = {family: refresh_sql(family) for family in COLUMNS}
+
+
+def refresh(family: str, low: datetime, high: datetime) -> int:
+    """Recompute the tile slots of ``family`` for the rollup buckets in [low, high)
+    (5-minute aligned, partitions made by the caller); returns the tiles written."""
+    params = {"low": low, "high": high}
+    params.update(low_epoch=int(low.timestamp()), high_epoch=int(high.timestamp()))
+    with connection.cursor() as cursor:
+        cursor.execute(REFRESH[family], params)
+        return cursor.rowcount
+
+
+def covers(start: datetime, end: datetime, step: int) -> bool:
+    """Whether tiles hold the columns of [start, end) at ``step`` seconds (whole seconds)."""
+    return step == SLOT_SECONDS and start.microsecond == 0 and end.microsecond == 0
+
+
+def series(
+    node: str, family: str, start: datetime, end: datetime
+) -> dict[str, dict[str, list[float | None]]]:
+    """device → column → values of the 5-minute columns from ``start`` (whole seconds) to
+    ``end``: column j is the rollup bucket with start + 5 min × j <= ts < start + 5 min × (j + 1)
+    and ts < end, the same as the rollups give. Devices without a bucket in the window are left out.
+    """
+    first_hour = datetime.fromtimestamp(int(start.timestamp()) // 3600 * 3600, UTC)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT device, hour, mask, cells FROM ingest_nodetile "
+            "WHERE node_id = (SELECT id FROM ingest_node WHERE name = %s) AND family = %s "
+            "AND hour >= %s AND hour < %s",
+            [node, family, first_hour, end],
+        )
+        tiles = cursor.fetchall()
+    span = int((end - start).total_seconds())
+    width = -(-span // SLOT_SECONDS)
+    names = COLUMNS[family]
+    result: dict[str, dict[str, list[float | None]]] = {}
+    for device, hour, mask, cells in tiles:
+        offset = (hour - start) // timedelta(seconds=1)
+        first = max(0, -(offset // SLOT_SECONDS))  # first slot at or after start
+        last = min(SLOTS - 1, (span - offset - 1) // SLOT_SECONDS)  # last slot before end
+        if first > last or not mask >> first & ((1 << (last - first + 1)) - 1):
+            continue
+        columns = result.get(device)
+        if columns is None:
+            columns = result[device] = {name: [None] * width for name in names}
+        j = offset // SLOT_SECONDS + first
+        for name, values in zip(names, zip(*cells[first : last + 1], strict=True), strict=True):
+            columns[name][j : j + len(values)] = values
+    return result
