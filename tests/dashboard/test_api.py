@@ -182,6 +182,31 @@ def test_node_endpoint_accepts_html_names_and_centres_on_at(
     )
 
 
+def test_node_page_data_from_the_node_tiles_equals_the_rollups_exactly(
+    logged_in_client: Client,
+    cluster: Cluster,
+    settings,  # noqa: ANN001
+) -> None:
+    # 6 h from a start off the 5-minute grid (as the page's default window): tiled 5-minute columns.
+    start = cluster.end - timedelta(hours=6, minutes=2)
+    url = f"/api/v1/nodes/{cluster.drift_node}?start={iso(start)}&end={iso(start + timedelta(hours=6))}"
+    tiled = logged_in_client.get(url).json()
+    settings.DASHBOARD_NODE_TILES = False
+    assert logged_in_client.get(url).json() == tiled
+    gpu, port = tiled["gpus"]["1"], tiled["ports"]["mlx5_0"]
+    assert len(gpu["times"]) == 72 and gpu["times"][0] == iso(start)
+    # The hour of data: 12 buckets, each in its own column (2 minutes after its start).
+    assert [gpu["times"][j] for j, v in enumerate(gpu["util"]) if v is not None] == [
+        iso(cluster.end - timedelta(minutes=62 - 5 * k)) for k in range(12)
+    ]
+    assert [v for v in gpu["util"] if v is not None] == [DRIFT_UTIL] * 12
+    assert [v for v in gpu["tensor"] if v is not None] == [DRIFT_TENSOR * 100] * 12
+    assert [v for v in port["throughput"] if v is not None] == [TX_PER_PORT * 1.5] * 12
+    erring = logged_in_client.get(url.replace(cluster.drift_node, cluster.error_node)).json()
+    # one symbol error per 30 s step on the error node's second port: 10 per 5-minute bucket
+    assert [v for v in erring["ports"]["mlx5_1"]["errors"] if v is not None] == [10.0] * 12
+
+
 def test_openapi_documents_every_endpoint(logged_in_client: Client) -> None:
     doc = logged_in_client.get("/api/v1/openapi.json").json()
     assert doc["openapi"].startswith("3.")
