@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -73,6 +74,27 @@ def utilization(start: datetime, end: datetime, step: int) -> Utilization:
     return Utilization(start, end, step, times, series, {k: round(v, 1) for k, v in lost.items()})
 
 
+def pool_counts(
+    start: datetime, end: datetime, step: int, reporting: dict[str, list[bool]]
+) -> tuple[list[datetime], dict[str, list[int | None]]]:
+    """Nodes per pool at each ``step`` column from ``start`` (then at ``end``), None in the
+    columns where no node of the pool reported (``reporting[pool][k]``): a gap, not a line
+    drawn across hours without data."""
+    changes, timeline = pool_timeline(start, end)
+    columns = [
+        start + timedelta(seconds=step * k)
+        for k in range(int((end - start).total_seconds() // step))
+    ]
+    # The count in force at a column's start: the last change at or before it.
+    index = [min(bisect_right(changes, t), len(changes) - 1) - 1 for t in columns]
+    counts: dict[str, list[int | None]] = {}
+    for pool, values in timeline.items():
+        seen = reporting.get(pool, [])
+        shown = [values[i] if k < len(seen) and seen[k] else None for k, i in enumerate(index)]
+        counts[pool] = [*shown, shown[-1]] if shown else []
+    return [*columns, end], counts
+
+
 def pool_timeline(start: datetime, end: datetime) -> tuple[list[datetime], dict[str, list[int]]]:
     """Node counts per pool as a step function over [start, end] (PoolChange, else Node.pool)."""
     current = dict(Node.objects.values_list("id", "pool"))
@@ -119,9 +141,19 @@ def family_health(now: datetime) -> list[dict[str, Any]]:
 
 
 def queue_summary() -> list[dict[str, Any]]:
-    """Latest Kueue sample per ClusterQueue."""
+    """Latest Kueue sample per ClusterQueue (workload counts as integers), and the highest
+    admission-wait p95 of a step in the hour up to it (``queries.WAIT_WINDOW``)."""
     keys = ("queue", "ts", "pending_active", "pending_inadmissible", "admitted_active", "wait_p95")
-    return [dict(zip(keys, row, strict=True)) for row in queries.latest_queues()]
+    rows = [dict(zip(keys, row, strict=True)) for row in queries.latest_queues()]
+    for row in rows:
+        for key in ("pending_active", "pending_inadmissible", "admitted_active"):
+            row[key] = _count(row[key])
+    return rows
+
+
+def _count(value: float | None) -> int | float | None:
+    """A gauge of workloads (stored as float8) as the integer it is."""
+    return int(value) if value is not None and float(value).is_integer() else value
 
 
 def _sum(*columns: list[float | None]) -> list[float | None]:
