@@ -11,7 +11,8 @@ A device is what the node page draws: a GPU index, or an IB device name, whose v
 bucket is the mean over its ports (the mean of one port is its value, exactly), as
 ``ingest.selectors`` computes it from the rollups. Tiles are refreshed by ``ingest.rollups``
 in the same transaction as the rollups they copy, slot range by slot range like the heatmap
-tiles (``ingest.heatmap_metrics``).
+tiles (``ingest.heatmap_metrics``), each bucket once it is complete: the bucket still filling
+(and one before it, for margin) is read from the rollups, behind the family's cursor.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.db import connection
 
+from .models import IngestCursor
 from .store import GPU_VALUE_COLUMNS, IB_VALUE_COLUMNS
 
 COLUMNS: dict[str, tuple[str, ...]] = {"gpu": GPU_VALUE_COLUMNS, "ib": IB_VALUE_COLUMNS}
@@ -94,14 +96,43 @@ def refresh_sql(family: str) -> str:
 REFRESH = {family: refresh_sql(family) for family in COLUMNS}
 
 
-def refresh(family: str, low: datetime, high: datetime) -> int:
-    """Recompute the tile slots of ``family`` for the rollup buckets in [low, high)
-    (5-minute aligned, partitions made by the caller); returns the tiles written."""
+def refresh(family: str, low: datetime, high: datetime, end: datetime) -> int:
+    """Tile ``family``'s rollup buckets in [low, high) (5-minute aligned, partitions made by
+    the caller) but for the one still filling, the bucket of ``end`` (the raw rows' end, which
+    the cursor reaches in this transaction): it changes every cycle until it is complete, and
+    rewriting every device's tile each cycle would write ~10× what the rollups do. Readers
+    take the last buckets from the rollups (``READ_FROM_ROLLUPS``). Returns the tiles written.
+    """
+    high = min(high, _tiled_until(family, end))
+    if high <= low:
+        return 0
     params = {"low": low, "high": high}
     params.update(low_epoch=int(low.timestamp()), high_epoch=int(high.timestamp()))
     with connection.cursor() as cursor:
         cursor.execute(REFRESH[family], params)
         return cursor.rowcount
+
+
+def _bucket(moment: datetime) -> datetime:
+    return datetime.fromtimestamp(int(moment.timestamp()) // SLOT_SECONDS * SLOT_SECONDS, UTC)
+
+
+def _tiled_until(family: str, end: datetime) -> datetime:
+    # The cursor ends at max(its place, end) once this commits: a refresh of the past (a
+    # re-ingest behind the cursor) tiles its last bucket too.
+    covered = IngestCursor.objects.filter(family=family).values_list("covered_until", flat=True)
+    return _bucket(max([end, *covered]))
+
+
+#: How far back from the family's cursor the node series read the rollups, not the tiles:
+#: the bucket still filling, and one more should a cursor run ahead of its refresh.
+READ_FROM_ROLLUPS = timedelta(seconds=SLOT_SECONDS)
+
+
+def tiled_before(family: str) -> datetime | None:
+    """Tiles hold ``family``'s rollup buckets before this (None: no cursor, nothing known)."""
+    covered = IngestCursor.objects.filter(family=family).values_list("covered_until", flat=True)
+    return _bucket(covered[0]) - READ_FROM_ROLLUPS if covered else None
 
 
 def covers(start: datetime, end: datetime, step: int) -> bool:
@@ -110,11 +141,12 @@ def covers(start: datetime, end: datetime, step: int) -> bool:
 
 
 def series(
-    node: str, family: str, start: datetime, end: datetime
+    node: str, family: str, start: datetime, end: datetime, until: datetime
 ) -> dict[str, dict[str, list[float | None]]]:
     """device → column → values of the 5-minute columns from ``start`` (whole seconds) to
-    ``end``: column j is the rollup bucket with start + 5 min × j <= ts < start + 5 min × (j + 1)
-    and ts < end, the same as the rollups give. Devices without a bucket in the window are left out.
+    ``end``, of the buckets before ``until`` (see ``tiled_before``): column j is the rollup
+    bucket with start + 5 min × j <= ts < start + 5 min × (j + 1) and ts < end, as the rollups
+    give it. Devices without such a bucket are left out.
     """
     first_hour = datetime.fromtimestamp(int(start.timestamp()) // 3600 * 3600, UTC)
     with connection.cursor() as cursor:
@@ -122,17 +154,18 @@ def series(
             "SELECT device, hour, mask, cells FROM ingest_nodetile "
             "WHERE node_id = (SELECT id FROM ingest_node WHERE name = %s) AND family = %s "
             "AND hour >= %s AND hour < %s",
-            [node, family, first_hour, end],
+            [node, family, first_hour, min(end, until)],
         )
         tiles = cursor.fetchall()
-    span = int((end - start).total_seconds())
+    second = timedelta(seconds=1)
+    span, stop = (end - start) // second, (min(end, until) - start) // second
     width = -(-span // SLOT_SECONDS)
     names = COLUMNS[family]
     result: dict[str, dict[str, list[float | None]]] = {}
     for device, hour, mask, cells in tiles:
-        offset = (hour - start) // timedelta(seconds=1)
+        offset = (hour - start) // second
         first = max(0, -(offset // SLOT_SECONDS))  # first slot at or after start
-        last = min(SLOTS - 1, (span - offset - 1) // SLOT_SECONDS)  # last slot before end
+        last = min(SLOTS - 1, (stop - offset - 1) // SLOT_SECONDS)  # last slot before end, until
         if first > last or not mask >> first & ((1 << (last - first + 1)) - 1):
             continue
         columns = result.get(device)

@@ -13,7 +13,8 @@ bucket is what long-window heatmaps and pool summaries read. The hourly heatmap 
 (``ingest_heatmaptile``: per metric, hour and node the twelve 5-minute values) follow in
 the same transaction, for the buckets refreshed, from the node rollups just written, and so
 do the hourly node tiles (``ingest_nodetile``, ``ingest.node_tiles``: per node, device and
-hour every rollup column of the twelve buckets) the node page reads, from the rollups.
+hour every rollup column of the twelve buckets) the node page reads, from the rollups, for
+the buckets complete at ``end``.
 
 IB also keeps per-node totals at full resolution (``ingest_ibnodestep``: tx + rx bytes/s
 of every port of a node, per scrape step), refreshed for the committed raw range in the
@@ -132,7 +133,7 @@ def refresh(family: str, start: datetime, end: datetime) -> int:
         written = cursor.rowcount
     refresh_nodes(family, low, high)
     refresh_tiles(family, low, high)
-    node_tiles.refresh(family, low, high)
+    node_tiles.refresh(family, low, high, end)
     return written
 
 

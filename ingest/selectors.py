@@ -293,9 +293,39 @@ def _node_series(
     rollup = end - start >= NODE_ROLLUP_WINDOW or use_rollup(start, end, step)
     step = max(step, ROLLUP_STEP_SECONDS) if rollup else step
     times = _bucket_times(start, end, step)
-    if rollup and tiles and node_tiles.covers(start, end, step):
-        tiled = node_tiles.series(node, family, start, end)
-        return NodeSeries(node, times, dict(sorted(tiled.items())), step, "rollup")
+    until = node_tiles.tiled_before(family) if rollup and tiles else None
+    series: dict[str, dict[str, list[float | None]]] = {}
+    if until is not None and node_tiles.covers(start, end, step):
+        # The tiles, then the rollups of the buckets they do not hold yet (at most the last two).
+        series = node_tiles.series(node, family, start, end, until)
+        if until < end:
+            _merge(series, _stored_series(node, family, start, end, step, max(start, until), True))
+    else:
+        series = _stored_series(node, family, start, end, step, start, rollup)
+    kind = "rollup" if rollup else "raw"
+    return NodeSeries(node, times, dict(sorted(series.items())), step, kind)
+
+
+def _merge(
+    into: dict[str, dict[str, list[float | None]]], more: dict[str, dict[str, list[float | None]]]
+) -> None:
+    # Devices × columns of disjoint buckets: ``more``'s values fill ``into``'s holes.
+    for device, columns in more.items():
+        if device not in into:
+            into[device] = columns
+            continue
+        for name, values in columns.items():
+            target = into[device][name]
+            for j, value in enumerate(values):
+                if value is not None:
+                    target[j] = value
+
+
+def _stored_series(
+    node: str, family: str, start: datetime, end: datetime, step: int, since: datetime, rollup: bool
+) -> dict[str, dict[str, list[float | None]]]:
+    """device → column → bucket means of the rollup (or raw) rows with since <= ts < end, in
+    columns of ``step`` from ``start``."""
     columns = GPU_VALUE_COLUMNS if family == "gpu" else IB_VALUE_COLUMNS
     # By the leading key column (IB: port_id via the node's ports; s.node_id has no index
     # and scanned the whole window) and constant ts bounds: index scans in pruned partitions.
@@ -308,18 +338,18 @@ def _node_series(
     rows = _fetch(
         f"SELECT {device}, {index} AS j, {aggregates} "
         f"FROM {source} WHERE {owner} = (SELECT id FROM ingest_node WHERE name = %(node)s) "
-        f"AND s.ts >= %(start)s AND s.ts < %(end)s GROUP BY 1, 2",
-        {"start": start, "end": end, "node": node, "start_epoch": start.timestamp(), "step": step},
+        f"AND s.ts >= %(since)s AND s.ts < %(end)s GROUP BY 1, 2",
+        {"since": since, "end": end, "node": node, "start_epoch": start.timestamp(), "step": step},
     )
+    width = len(_bucket_times(start, end, step))
     series: dict[str, dict[str, list[float | None]]] = {}
     for dev, j, *values in rows:
         per_column = series.get(dev)
         if per_column is None:
-            per_column = series[dev] = {c: [None] * len(times) for c in columns}
+            per_column = series[dev] = {c: [None] * width for c in columns}
         for name, value in zip(columns, values, strict=True):
             per_column[name][j] = None if value is None else float(value)
-    kind = "rollup" if rollup else "raw"
-    return NodeSeries(node, times, dict(sorted(series.items())), step, kind)
+    return series
 
 
 def node_gpu_series(

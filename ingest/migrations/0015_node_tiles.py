@@ -3,7 +3,8 @@
 Unmanaged like the other time-series tables: this migration owns the SQL, the partitions
 (10 days wide, like the rollups, and dropped with them) are made on demand by
 ``ingest.partitions``. The key leads with (node_id, family, hour), how the node page reads
-them: one node's devices over a range of hours. Rollups already stored are tiled once.
+them: one node's devices over a range of hours. Rollups already stored are tiled once (but
+the newest bucket, as ingest leaves it).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def backfill(apps: object, schema_editor: object) -> None:
         if low is not None:
             rollups.ensure_partitions(low, high, rollups.ROLLUP_TABLES)
         while low is not None and low <= high:  # a day at a time: months may be stored
-            node_tiles.refresh(family, low, min(low + day, high + rollups.BUCKET))
+            node_tiles.refresh(family, low, min(low + day, high + rollups.BUCKET), end=high)
             low += day
 
 

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 
 from ingest import node_tiles, partitions, rollups, selectors
-from ingest.models import NodeTile
+from ingest.models import IngestCursor, NodeTile
 from ingest.store import GPU_TABLE, IB_TABLE, insert_rows, upsert_nodes, upsert_ports
 
 pytestmark = pytest.mark.django_db
@@ -60,13 +60,22 @@ def write(minutes: range) -> dict[str, int]:
                 ib.append(ib_row(ts, minute, port, node))
     insert_rows(GPU_TABLE, gpu)
     insert_rows(IB_TABLE, ib)
+    # As ingest commits a window (start, end]: its rows, their rollups, the cursor to end.
+    start, end = T0 + (minutes[0] - 1) * STEP, T0 + minutes[-1] * STEP
     for family in ("gpu", "ib"):
-        rollups.refresh(family, T0 + minutes[0] * STEP, T0 + minutes[-1] * STEP)
+        rollups.refresh(family, start, end)
+        cursor, _ = IngestCursor.objects.get_or_create(
+            family=family, defaults={"covered_until": end}
+        )
+        IngestCursor.objects.filter(pk=cursor.pk).update(
+            covered_until=max(cursor.covered_until, end)
+        )
     return ids
 
 
 def write_as_ingest() -> dict[str, int]:
-    """In chunks of a few steps, then late rows for buckets already refreshed."""
+    """In chunks of a few steps, then rows of the first hour again (a re-ingest behind the
+    cursor: its rollups and tiles are rewritten)."""
     write(range(0, 100))  # one refresh with holes inside an hour (gpu-b's 5-minute gaps)
     for first in range(100, 240, 7):
         write(range(first, min(first + 7, 240)))
@@ -150,7 +159,8 @@ def test_a_tile_holds_an_hour_of_one_device(written: dict[str, int]) -> None:
     assert [(t.hour - T0, t.mask) for t in tiles_of_b.order_by("hour")] == [
         (timedelta(0), 0b011111111101),
         (timedelta(hours=2), 0b111101111110),
-        (timedelta(hours=3), 0b111111011111),  # minutes 205-209
+        # minutes 205-209; and 235-239, the bucket still filling at the cursor (239), untiled
+        (timedelta(hours=3), 0b011111011111),
     ]
     assert NodeTile.objects.filter(family="ib", node_id=written["gpu-b"], hour=T0).count() == 1
 
@@ -175,6 +185,25 @@ def test_tiles_expire_with_the_rollups(written: dict[str, int], settings) -> Non
     dropped = partitions.drop_expired(now=T0 + timedelta(days=40))
     assert any(name.startswith("ingest_nodetile_p") for name in dropped)
     assert not NodeTile.objects.exists()
+
+
+def test_the_last_buckets_come_from_the_rollups_until_tiled(written: dict[str, int]) -> None:
+    assert node_tiles.tiled_before("gpu") == T0 + timedelta(minutes=230)
+    window = (T0 + timedelta(hours=3), T0 + timedelta(hours=4))
+    series = selectors.node_gpu_series("gpu-a", *window, 300).series["0"]["power"]
+    assert series == [300.0] * 12  # the filling bucket (from the rollups) included
+    # The next cycle completes bucket 235 and tiles it; the cursor moves on.
+    write(range(240, 241))
+    tile = NodeTile.objects.get(
+        node_id=written["gpu-a"], family="gpu", hour=T0 + timedelta(hours=3), device="0"
+    )
+    assert tile.mask == 0b111111111111 and tile.cells[11][4] == 300.0
+    assert node_tiles.tiled_before("gpu") == T0 + timedelta(minutes=235)
+    IngestCursor.objects.all().delete()  # no cursor: what the tiles hold is not known
+    assert node_tiles.tiled_before("gpu") is None
+    assert selectors.node_gpu_series("gpu-a", *window, 300) == selectors.node_gpu_series(
+        "gpu-a", *window, 300, tiles=False
+    )
 
 
 def test_other_steps_and_sub_second_bounds_read_the_rollups() -> None:
