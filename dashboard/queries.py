@@ -20,6 +20,18 @@ def compact(value: float | None) -> float | None:
     return floor(value + 0.5) * 1.0 if abs(value) >= 1000 else floor(value * 1000 + 0.5) / 1000
 
 
+def compact_all(values: list[float | None]) -> list[float | None]:
+    """``compact`` of each value, inlined (a node page compacts ~5,000 values)."""
+    return [
+        None
+        if v is None
+        else floor(v + 0.5) * 1.0
+        if abs(v) >= 1000
+        else floor(v * 1000 + 0.5) / 1000
+        for v in values
+    ]
+
+
 def _series(sql: str, params: dict[str, object]) -> list[tuple]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)

@@ -157,11 +157,12 @@ def _count(value: float | None) -> int | float | None:
 
 
 def _sum(*columns: list[float | None]) -> list[float | None]:
-    """Step-wise sum of columns; None where every column is None."""
-    return [
-        None if all(v is None for v in values) else sum(v for v in values if v is not None)
-        for values in zip(*columns, strict=True)
-    ]
+    """Step-wise sum of columns (left to right, from 0); None where every column is None."""
+    sums: list[float | None] = []
+    for values in zip(*columns, strict=True):
+        known = [v for v in values if v is not None]
+        sums.append(sum(known) if known else None)
+    return sums
 
 
 def _scaled(column: list[float | None], factor: float) -> list[float | None]:
@@ -176,7 +177,7 @@ def _device_columns(
     for device, columns in result.series.items():
         out[device] = {"times": result.times}
         for name, values in derive(columns).items():
-            out[device][name] = list(map(queries.compact, values))
+            out[device][name] = queries.compact_all(values)
     return out
 
 

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from math import floor
 from typing import Any
 
+import orjson
 from django.http import HttpResponse, JsonResponse
 
 from ingest.selectors import HeatmapRows
@@ -31,6 +32,12 @@ def bad_request(parameter: str, detail: str) -> JsonResponse:
 def dumps(body: dict[str, Any]) -> str:
     """Compact JSON (no spaces: the heatmap is the largest payload we send)."""
     return json.dumps(body, separators=(",", ":"))
+
+
+def orjson_response(body: dict[str, Any]) -> HttpResponse:
+    """JSON of plain data (strings, numbers, None; ISO times already) encoded by orjson: the
+    node endpoint's ~9,000 floats took the standard encoder ~10 ms."""
+    return HttpResponse(orjson.dumps(body), content_type="application/json")
 
 
 def fast_json(body: dict[str, Any]) -> HttpResponse:
