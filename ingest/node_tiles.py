@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from django.conf import settings
 from django.db import connection
 
 from .models import IngestCursor
@@ -136,27 +137,37 @@ def tiled_before(family: str) -> datetime | None:
 
 
 def covers(start: datetime, end: datetime, step: int) -> bool:
-    """Whether tiles hold the columns of [start, end) at ``step`` seconds (whole seconds)."""
-    return step == SLOT_SECONDS and start.microsecond == 0 and end.microsecond == 0
+    """Whether tiles hold the columns of [start, end) at ``step`` seconds (whole seconds, 5-minute
+    columns, from an hour the retention keeps: ``partitions.drop_expired`` drops only partitions
+    wholly older than it)."""
+    kept = datetime.now(UTC) - timedelta(days=settings.INGEST_NODE_TILE_RETENTION_DAYS)
+    whole_seconds = start.microsecond == 0 and end.microsecond == 0
+    return step == SLOT_SECONDS and whole_seconds and start - timedelta(hours=1) >= kept
 
 
 def series(
-    node: str, family: str, start: datetime, end: datetime, until: datetime
-) -> dict[str, dict[str, list[float | None]]]:
-    """device → column → values of the 5-minute columns from ``start`` (whole seconds) to
-    ``end``, of the buckets before ``until`` (see ``tiled_before``): column j is the rollup
-    bucket with start + 5 min × j <= ts < start + 5 min × (j + 1) and ts < end, as the rollups
-    give it. Devices without such a bucket are left out.
+    node: str, family: str, start: datetime, end: datetime
+) -> tuple[datetime | None, dict[str, dict[str, list[float | None]]]]:
+    """(``tiled_before``, device → column → values) of the 5-minute columns from ``start``
+    (whole seconds) to ``end``, of the buckets the tiles hold: column j is the rollup bucket
+    with start + 5 min × j <= ts < start + 5 min × (j + 1) and ts < end, as the rollups give it.
+    Devices without such a bucket are left out; no cursor: (None, {}). One query.
     """
     first_hour = datetime.fromtimestamp(int(start.timestamp()) // 3600 * 3600, UTC)
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT device, hour, mask, cells FROM ingest_nodetile "
-            "WHERE node_id = (SELECT id FROM ingest_node WHERE name = %s) AND family = %s "
-            "AND hour >= %s AND hour < %s",
-            [node, family, first_hour, min(end, until)],
+            "SELECT c.covered_until, t.device, t.hour, t.mask, t.cells FROM ingest_ingestcursor c "
+            "LEFT JOIN ingest_nodetile t ON t.node_id = (SELECT id FROM ingest_node WHERE name = %s) "
+            "AND t.family = c.family AND t.hour >= %s AND t.hour < least(%s, "
+            f"date_bin('{SLOT_SECONDS} seconds', c.covered_until, 'epoch') - %s) "
+            "WHERE c.family = %s",
+            [node, first_hour, end, READ_FROM_ROLLUPS, family],
         )
-        tiles = cursor.fetchall()
+        found = cursor.fetchall()
+    if not found:
+        return None, {}
+    until = _bucket(found[0][0]) - READ_FROM_ROLLUPS
+    tiles = [row[1:] for row in found if row[1] is not None]
     second = timedelta(seconds=1)
     span, stop = (end - start) // second, (min(end, until) - start) // second
     width = -(-span // SLOT_SECONDS)
@@ -174,4 +185,4 @@ def series(
         j = offset // SLOT_SECONDS + first
         for name, values in zip(names, zip(*cells[first : last + 1], strict=True), strict=True):
             columns[name][j : j + len(values)] = values
-    return result
+    return until, result

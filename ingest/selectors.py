@@ -293,15 +293,13 @@ def _node_series(
     rollup = end - start >= NODE_ROLLUP_WINDOW or use_rollup(start, end, step)
     step = max(step, ROLLUP_STEP_SECONDS) if rollup else step
     times = _bucket_times(start, end, step)
-    until = node_tiles.tiled_before(family) if rollup and tiles else None
-    series: dict[str, dict[str, list[float | None]]] = {}
-    if until is not None and node_tiles.covers(start, end, step):
-        # The tiles, then the rollups of the buckets they do not hold yet (at most the last two).
-        series = node_tiles.series(node, family, start, end, until)
-        if until < end:
-            _merge(series, _stored_series(node, family, start, end, step, max(start, until), True))
-    else:
+    until, series = None, {}
+    if rollup and tiles and node_tiles.covers(start, end, step):
+        until, series = node_tiles.series(node, family, start, end)
+    if until is None:  # not tiled (or no cursor: what the tiles hold is not known)
         series = _stored_series(node, family, start, end, step, start, rollup)
+    elif until < end:  # then the rollups of the buckets not tiled yet (the last two)
+        _merge(series, _stored_series(node, family, start, end, step, max(start, until), True))
     kind = "rollup" if rollup else "raw"
     return NodeSeries(node, times, dict(sorted(series.items())), step, kind)
 

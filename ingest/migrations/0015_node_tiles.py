@@ -1,7 +1,7 @@
 """Hourly node tiles: per node, GPU / IB device and hour, every rollup column of its buckets.
 
 Unmanaged like the other time-series tables: this migration owns the SQL, the partitions
-(10 days wide, like the rollups, and dropped with them) are made on demand by
+(10 days wide, dropped after ``INGEST_NODE_TILE_RETENTION_DAYS``) are made on demand by
 ``ingest.partitions``. The key leads with (node_id, family, hour), how the node page reads
 them: one node's devices over a range of hours. Rollups already stored are tiled once (but
 the newest bucket, as ingest leaves it).
@@ -9,9 +9,10 @@ the newest bucket, as ingest leaves it).
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import django.contrib.postgres.fields
+from django.conf import settings
 from django.db import migrations, models
 
 NODE_TILE = """
@@ -24,15 +25,17 @@ CREATE TABLE ingest_nodetile (
 
 
 def backfill(apps: object, schema_editor: object) -> None:
-    """Tile the rollups already stored (nothing to do on a fresh database)."""
+    """Tile the rollups the retention keeps (nothing to do on a fresh database)."""
     from ingest import node_tiles, rollups
 
     day = timedelta(days=1)
+    kept = datetime.now(UTC) - timedelta(days=settings.INGEST_NODE_TILE_RETENTION_DAYS, hours=1)
     for family in ("gpu", "ib"):
         with schema_editor.connection.cursor() as cursor:
             cursor.execute(f"SELECT min(ts), max(ts) FROM ingest_{family}rollup")
             low, high = cursor.fetchone()
         if low is not None:
+            low = max(low, rollups.bucket_start(kept))  # what the retention keeps
             rollups.ensure_partitions(low, high, rollups.ROLLUP_TABLES)
         while low is not None and low <= high:  # a day at a time: months may be stored
             node_tiles.refresh(family, low, min(low + day, high + rollups.BUCKET), end=high)

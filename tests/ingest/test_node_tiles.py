@@ -93,6 +93,12 @@ WINDOWS = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def keep_tiles(settings) -> None:  # noqa: ANN001
+    """T0 is long past: the tiles' retention reaches back to it (but in the retention test)."""
+    settings.INGEST_NODE_TILE_RETENTION_DAYS = 100 * 365
+
+
 @pytest.fixture
 def written() -> dict[str, int]:
     return write_as_ingest()
@@ -180,11 +186,23 @@ def test_the_migration_tiles_the_rollups_already_stored(written: dict[str, int])
     assert after == before and len(before) == 8 + 6 + 4 + 8 + 3
 
 
-def test_tiles_expire_with_the_rollups(written: dict[str, int], settings) -> None:  # noqa: ANN001
-    settings.INGEST_ROLLUP_RETENTION_DAYS = 1
+def test_tiles_expire_before_the_rollups_and_older_windows_read_the_rollups(
+    written: dict[str, int],
+    settings,  # noqa: ANN001
+) -> None:
+    settings.INGEST_NODE_TILE_RETENTION_DAYS = 14
     dropped = partitions.drop_expired(now=T0 + timedelta(days=40))
+    # (the raw samples' 14 days went too) but not the rollups' 180
+    assert not [name for name in dropped if "rollup" in name or "heatmaptile" in name]
     assert any(name.startswith("ingest_nodetile_p") for name in dropped)
     assert not NodeTile.objects.exists()
+    # Now (months after T0) the window is older than the retention: the rollups answer it.
+    assert not node_tiles.covers(T0, T0 + timedelta(hours=4), 300)
+    series = selectors.node_gpu_series("gpu-a", T0, T0 + timedelta(hours=4), 300)
+    assert series == selectors.node_gpu_series(
+        "gpu-a", T0, T0 + timedelta(hours=4), 300, tiles=False
+    )
+    assert series.series["0"]["power"] == [300.0] * 48
 
 
 def test_the_last_buckets_come_from_the_rollups_until_tiled(written: dict[str, int]) -> None:
