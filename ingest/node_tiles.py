@@ -32,6 +32,11 @@ SLOT_SECONDS = 300
 _EPOCH = "date_part('epoch', {})::bigint"
 
 
+def _slot(ts: str) -> str:
+    """The slot (0-11) of a bucket at ``ts`` in its hour's tile."""
+    return f"mod({_EPOCH.format(ts)}, 3600)::int / {SLOT_SECONDS}"
+
+
 def _buckets_sql(family: str) -> str:
     # (ts, node_id, device, values) per device and rollup bucket in [%(low)s, %(high)s).
     if family == "gpu":
@@ -86,7 +91,7 @@ def refresh_sql(family: str) -> str:
         # One ordered aggregate, so one sort per group: each row carries its slot.
         "array_agg(array_prepend(slot::float8, v) ORDER BY slot) AS rows FROM ("
         "SELECT date_bin('1 hour', ts, 'epoch') AS hour, node_id, device, "
-        f"mod({_EPOCH.format('ts')}, 3600)::int / {SLOT_SECONDS} AS slot, v "
+        f"{_slot('ts')} AS slot, v "
         f"FROM ({_buckets_sql(family)}) b) r GROUP BY hour, node_id, device) g "
         "ON CONFLICT (node_id, family, hour, device) DO UPDATE SET "
         f"cells[{lo} + 1 : {hi} + 1][1:{width}] = EXCLUDED.cells[{lo} + 1 : {hi} + 1][1:{width}], "
@@ -145,44 +150,80 @@ def covers(start: datetime, end: datetime, step: int) -> bool:
     return step == SLOT_SECONDS and whole_seconds and start - timedelta(hours=1) >= kept
 
 
+def _tail_sql(family: str) -> str:
+    # The node's rollup buckets in [max(start, until), end) as one-slot tiles (what the tiles
+    # do not hold yet), the same values the tiles would: one query with the tiles.
+    if family == "gpu":
+        values = ", ".join(f"{c}::float8" for c in GPU_VALUE_COLUMNS)
+        return (
+            f"SELECT gpu::text AS device, date_bin('1 hour', ts, 'epoch') AS hour, {_slot('ts')} AS slot, "
+            f"ARRAY[{values}] AS v FROM ingest_gpurollup WHERE node_id = (SELECT id FROM n) "
+            "AND ts >= greatest(%(start)s, c.until) AND ts < %(end)s"
+        )
+    values = ", ".join(f"avg(s.{c})::float8" for c in IB_VALUE_COLUMNS)
+    return (
+        f"SELECT p.device, date_bin('1 hour', s.ts, 'epoch') AS hour, "
+        f"{_slot('s.ts')} AS slot, ARRAY[{values}] AS v "
+        "FROM ingest_ibport p JOIN ingest_ibrollup s ON s.port_id = p.id "
+        "WHERE p.node_id = (SELECT id FROM n) AND s.ts >= greatest(%(start)s, c.until) "
+        "AND s.ts < %(end)s GROUP BY s.ts, p.device"
+    )
+
+
+def _read_sql(family: str) -> str:
+    # (cursor, kind, device, hour, mask, cells, first slot of cells): the tiles of the window's
+    # hours before ``until``, then the rollup buckets from it; no rows without a cursor.
+    return (
+        f"WITH c AS (SELECT covered_until, date_bin('{SLOT_SECONDS} seconds', covered_until, "
+        "'epoch') - %(margin)s AS until FROM ingest_ingestcursor WHERE family = %(family)s), "
+        "n AS (SELECT id FROM ingest_node WHERE name = %(node)s) "
+        "SELECT c.covered_until, 't', t.device, t.hour, t.mask, t.cells, 0 FROM c "
+        "LEFT JOIN ingest_nodetile t ON t.node_id = (SELECT id FROM n) AND t.family = %(family)s "
+        "AND t.hour >= %(first_hour)s AND t.hour < least(%(end)s, c.until) "
+        "UNION ALL SELECT c.covered_until, 'r', b.device, b.hour, (1 << b.slot)::smallint, "
+        f"ARRAY[b.v], b.slot FROM c CROSS JOIN LATERAL ({_tail_sql(family)}) b"
+    )
+
+
+READ = {family: _read_sql(family) for family in COLUMNS}
+
+
 def series(
     node: str, family: str, start: datetime, end: datetime
 ) -> tuple[datetime | None, dict[str, dict[str, list[float | None]]]]:
     """(``tiled_before``, device → column → values) of the 5-minute columns from ``start``
-    (whole seconds) to ``end``, of the buckets the tiles hold: column j is the rollup bucket
-    with start + 5 min × j <= ts < start + 5 min × (j + 1) and ts < end, as the rollups give it.
-    Devices without such a bucket are left out; no cursor: (None, {}). One query.
+    (whole seconds) to ``end``: column j is the rollup bucket with start + 5 min × j <= ts <
+    start + 5 min × (j + 1) and ts < end, as the rollups give it, from the tiles and, for the
+    buckets not tiled yet, the rollups. Devices without a bucket are left out; no cursor
+    (what the tiles hold is not known): (None, {}). One query.
     """
     first_hour = datetime.fromtimestamp(int(start.timestamp()) // 3600 * 3600, UTC)
+    params = {"node": node, "family": family, "start": start, "end": end,
+              "first_hour": first_hour, "margin": READ_FROM_ROLLUPS}  # fmt: skip
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT c.covered_until, t.device, t.hour, t.mask, t.cells FROM ingest_ingestcursor c "
-            "LEFT JOIN ingest_nodetile t ON t.node_id = (SELECT id FROM ingest_node WHERE name = %s) "
-            "AND t.family = c.family AND t.hour >= %s AND t.hour < least(%s, "
-            f"date_bin('{SLOT_SECONDS} seconds', c.covered_until, 'epoch') - %s) "
-            "WHERE c.family = %s",
-            [node, first_hour, end, READ_FROM_ROLLUPS, family],
-        )
+        cursor.execute(READ[family], params)
         found = cursor.fetchall()
     if not found:
         return None, {}
     until = _bucket(found[0][0]) - READ_FROM_ROLLUPS
-    tiles = [row[1:] for row in found if row[1] is not None]
+    tiles = [row[1:] for row in found if row[2] is not None]
     second = timedelta(seconds=1)
-    span, stop = (end - start) // second, (min(end, until) - start) // second
+    span, tiled = (end - start) // second, (min(end, until) - start) // second
     width = -(-span // SLOT_SECONDS)
     names = COLUMNS[family]
     result: dict[str, dict[str, list[float | None]]] = {}
-    for device, hour, mask, cells in tiles:
+    for kind, device, hour, mask, cells, base in tiles:
         offset = (hour - start) // second
-        first = max(0, -(offset // SLOT_SECONDS))  # first slot at or after start
-        last = min(SLOTS - 1, (stop - offset - 1) // SLOT_SECONDS)  # last slot before end, until
+        stop = tiled if kind == "t" else span  # a tile's slots from ``until`` on are not its
+        first = max(base, -(offset // SLOT_SECONDS))  # first slot at or after start
+        last = min(base + len(cells) - 1, (stop - offset - 1) // SLOT_SECONDS)  # before end
         if first > last or not mask >> first & ((1 << (last - first + 1)) - 1):
             continue
         columns = result.get(device)
         if columns is None:
             columns = result[device] = {name: [None] * width for name in names}
         j = offset // SLOT_SECONDS + first
-        for name, values in zip(names, zip(*cells[first : last + 1], strict=True), strict=True):
+        chosen = cells[first - base : last - base + 1]
+        for name, values in zip(names, zip(*chosen, strict=True), strict=True):
             columns[name][j : j + len(values)] = values
     return until, result

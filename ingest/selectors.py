@@ -297,33 +297,15 @@ def _node_series(
     if rollup and tiles and node_tiles.covers(start, end, step):
         until, series = node_tiles.series(node, family, start, end)
     if until is None:  # not tiled (or no cursor: what the tiles hold is not known)
-        series = _stored_series(node, family, start, end, step, start, rollup)
-    elif until < end:  # then the rollups of the buckets not tiled yet (the last two)
-        _merge(series, _stored_series(node, family, start, end, step, max(start, until), True))
+        series = _stored_series(node, family, start, end, step, rollup)
     kind = "rollup" if rollup else "raw"
     return NodeSeries(node, times, dict(sorted(series.items())), step, kind)
 
 
-def _merge(
-    into: dict[str, dict[str, list[float | None]]], more: dict[str, dict[str, list[float | None]]]
-) -> None:
-    # Devices × columns of disjoint buckets: ``more``'s values fill ``into``'s holes.
-    for device, columns in more.items():
-        if device not in into:
-            into[device] = columns
-            continue
-        for name, values in columns.items():
-            target = into[device][name]
-            for j, value in enumerate(values):
-                if value is not None:
-                    target[j] = value
-
-
 def _stored_series(
-    node: str, family: str, start: datetime, end: datetime, step: int, since: datetime, rollup: bool
+    node: str, family: str, start: datetime, end: datetime, step: int, rollup: bool
 ) -> dict[str, dict[str, list[float | None]]]:
-    """device → column → bucket means of the rollup (or raw) rows with since <= ts < end, in
-    columns of ``step`` from ``start``."""
+    """device → column → bucket means of the rollup (or raw) rows in [start, end), ``step`` wide."""
     columns = GPU_VALUE_COLUMNS if family == "gpu" else IB_VALUE_COLUMNS
     # By the leading key column (IB: port_id via the node's ports; s.node_id has no index
     # and scanned the whole window) and constant ts bounds: index scans in pruned partitions.
@@ -336,8 +318,8 @@ def _stored_series(
     rows = _fetch(
         f"SELECT {device}, {index} AS j, {aggregates} "
         f"FROM {source} WHERE {owner} = (SELECT id FROM ingest_node WHERE name = %(node)s) "
-        f"AND s.ts >= %(since)s AND s.ts < %(end)s GROUP BY 1, 2",
-        {"since": since, "end": end, "node": node, "start_epoch": start.timestamp(), "step": step},
+        f"AND s.ts >= %(start)s AND s.ts < %(end)s GROUP BY 1, 2",
+        {"start": start, "end": end, "node": node, "start_epoch": start.timestamp(), "step": step},
     )
     width = len(_bucket_times(start, end, step))
     series: dict[str, dict[str, list[float | None]]] = {}
