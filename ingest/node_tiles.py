@@ -18,6 +18,7 @@ tiles (``ingest.heatmap_metrics``), each bucket once it is complete: the bucket 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import connection
@@ -112,7 +113,7 @@ def refresh(family: str, low: datetime, high: datetime, end: datetime) -> int:
     high = min(high, _tiled_until(family, end))
     if high <= low:
         return 0
-    params = {"low": low, "high": high}
+    params: dict[str, Any] = {"low": low, "high": high}
     params.update(low_epoch=int(low.timestamp()), high_epoch=int(high.timestamp()))
     with connection.cursor() as cursor:
         cursor.execute(REFRESH[family], params)
@@ -198,7 +199,7 @@ def series(
     (what the tiles hold is not known): (None, {}). One query.
     """
     first_hour = datetime.fromtimestamp(int(start.timestamp()) // 3600 * 3600, UTC)
-    params = {"node": node, "family": family, "start": start, "end": end,
+    params: dict[str, Any] = {"node": node, "family": family, "start": start, "end": end,
               "first_hour": first_hour, "margin": READ_FROM_ROLLUPS}  # fmt: skip
     with connection.cursor() as cursor:
         cursor.execute(READ[family], params)

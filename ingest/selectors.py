@@ -293,7 +293,8 @@ def _node_series(
     rollup = end - start >= NODE_ROLLUP_WINDOW or use_rollup(start, end, step)
     step = max(step, ROLLUP_STEP_SECONDS) if rollup else step
     times = _bucket_times(start, end, step)
-    until, series = None, {}
+    until: datetime | None = None
+    series: dict[str, dict[str, list[float | None]]] = {}
     if rollup and tiles and node_tiles.covers(start, end, step):
         until, series = node_tiles.series(node, family, start, end)
     if until is None:  # not tiled (or no cursor: what the tiles hold is not known)
