@@ -97,6 +97,8 @@ INGEST_CHUNK_STEPS = env.env_int("INGEST_CHUNK_STEPS", 120, minimum=1)
 INGEST_SHARDS = env.env_int("INGEST_SHARDS", 1, minimum=1)
 INGEST_RAW_RETENTION_DAYS = env.env_int("INGEST_RAW_RETENTION_DAYS", 14, minimum=1)
 INGEST_ROLLUP_RETENTION_DAYS = env.env_int("INGEST_ROLLUP_RETENTION_DAYS", 180, minimum=1)
+# The node page's hourly node tiles (as big as 2/3 of the rollups); older windows read the rollups.
+INGEST_NODE_TILE_RETENTION_DAYS = env.env_int("INGEST_NODE_TILE_RETENTION_DAYS", 14, minimum=1)
 INGEST_MAX_LAG_SECONDS = env.env_int("INGEST_MAX_LAG_SECONDS", 300, minimum=1)
 INGEST_DCGM_DIALECT = env.env_str("INGEST_DCGM_DIALECT", "auto")
 if INGEST_DCGM_DIALECT not in {"auto", "current", "legacy"}:
@@ -118,6 +120,9 @@ INGEST_AFTER_COMMIT_HOOKS = env.env_list(
 DASHBOARD_OVERVIEW_REFRESH_SECONDS = env.env_int(
     "DASHBOARD_OVERVIEW_REFRESH_SECONDS", 15, minimum=0
 )
+# Node pages read 5-minute columns from the hourly node tiles; off: from the rollups the
+# tiles copy (same values, slower; bench_load's reference figure).
+DASHBOARD_NODE_TILES = env.env_bool("DASHBOARD_NODE_TILES", True)
 try:
     INGEST_PROMQL_OVERRIDES = json.loads(env.env_str("INGEST_PROMQL_OVERRIDES", "{}") or "{}")
     assert isinstance(INGEST_PROMQL_OVERRIDES, dict)

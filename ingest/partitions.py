@@ -40,6 +40,7 @@ ROLLUP_TABLES = (
     PartitionedTable("ingest_ibrollup", 10, "INGEST_ROLLUP_RETENTION_DAYS"),
     PartitionedTable("ingest_noderollup", 10, "INGEST_ROLLUP_RETENTION_DAYS"),
     PartitionedTable("ingest_heatmaptile", 10, "INGEST_ROLLUP_RETENTION_DAYS"),
+    PartitionedTable("ingest_nodetile", 10, "INGEST_NODE_TILE_RETENTION_DAYS"),
 )
 TABLES = RAW_TABLES + ROLLUP_TABLES
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -64,12 +64,18 @@ def build_overview(now: datetime) -> dict[str, Any]:
     start, end = overview_window(now)
     firing = alerting.firing()
     states = summaries.node_states(firing)
-    times, counts = summaries.pool_timeline(start, end)
+    utilization = utilization_block(start, end)
+    # A pool's node count is drawn where its nodes reported GPU data (as its utilization).
+    reporting = {
+        pool: [u is not None or t is not None for u, t in zip(s["util"], s["tensor"], strict=True)]
+        for pool, s in utilization["series"].items()
+    }
+    times, counts = summaries.pool_counts(start, end, utilization["step"], reporting)
     return {
         "generated_at": serialize.iso(now),
         "nodes": {**states, "as_of": serialize.iso(states["as_of"])},
         "alerts": serialize.alerts_block(firing),
-        "utilization": utilization_block(start, end),
+        "utilization": utilization,
         "ingest": [serialize.plain(row) for row in summaries.family_health(now)],
         "queues": [serialize.plain(row) for row in summaries.queue_summary()],
         "pools": {"times": [serialize.iso(t) for t in times], "counts": counts},

@@ -44,7 +44,7 @@ def overview(request: HttpRequest) -> JsonResponse:
 
 
 @require_GET
-def node(request: HttpRequest, name: str) -> JsonResponse:
+def node(request: HttpRequest, name: str) -> HttpResponse:
     """One node: per-GPU and per-port series, XIDs, runs, alerts, pool and leaf switch."""
     node = get_object_or_404(Node, name=name)
     form = NodeForm(request.GET)
@@ -52,7 +52,7 @@ def node(request: HttpRequest, name: str) -> JsonResponse:
         return serialize.bad_request(*first_error(form))
     span = form.time_range()
     gpus, ports = node_columns(node, span)
-    return JsonResponse(
+    return serialize.orjson_response(
         {
             "node": {
                 "name": node.name,

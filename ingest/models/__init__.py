@@ -26,6 +26,7 @@ from .timeseries import (
     IbSample,
     IbValues,
     NodeRollup,
+    NodeTile,
 )
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "IbRollup",
     "NodeRollup",
     "HeatmapTile",
+    "NodeTile",
     "IbNodeStep",
     "ClusterQueue",
     "KueueSample",

@@ -195,6 +195,31 @@ class HeatmapTile(models.Model):
         return f"{self.metric} of node {self.node_id}, hour from {self.hour:%Y-%m-%d %H:%M}"
 
 
+class NodeTile(models.Model):
+    """One GPU or IB device of a node over one hour: every rollup column of its 5-minute buckets.
+
+    ``cells[k][c]`` is column c (``ingest.node_tiles.COLUMNS[family]``) of the bucket at
+    ``hour`` + 5 min × k, NULL where there is no value; bit k of ``mask`` says the device
+    had a rollup row in that bucket. An IB device's value is the mean over its ports. The
+    node page's 6 h reads 7 of these per device, not 72 rollup rows.
+    """
+
+    pk = models.CompositePrimaryKey("node_id", "family", "hour", "device")
+    node = models.ForeignKey(Node, on_delete=models.DO_NOTHING, db_constraint=False)
+    family = models.CharField(max_length=8, help_text='"gpu" or "ib"')
+    hour = models.DateTimeField(help_text="start of the hour (UTC)")
+    device = models.CharField(max_length=64, help_text='GPU index ("0") or IB device ("mlx5_0")')
+    mask = models.SmallIntegerField(help_text="bit k: the device had data in bucket k")
+    cells = ArrayField(ArrayField(models.FloatField(null=True)), help_text="float8[12][columns]")
+
+    class Meta:
+        managed = False
+        db_table = "ingest_nodetile"
+
+    def __str__(self) -> str:
+        return f"{self.family} {self.device} of node {self.node_id}, hour from {self.hour:%Y-%m-%d %H:%M}"
+
+
 class IbNodeStep(models.Model):
     """One node's IB throughput at one scrape step: tx + rx bytes/s over all its ports.
 
