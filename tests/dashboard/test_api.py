@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from types import SimpleNamespace
 from urllib.parse import quote, urlencode
 
 import pytest
 from django.core.cache import cache
 from django.test import Client
 
-from dashboard.api import views as api_views
 from ingest.models import IngestCursor
 from tests.dashboard.factories import (
     DRIFT_TENSOR,
@@ -214,9 +212,7 @@ def test_overview_pools_have_gaps_where_their_nodes_reported_nothing(
 ) -> None:
     end = align(datetime.now(UTC), 900) - timedelta(minutes=15)
     # The overview's window ends at the quarter hour after "now": pinned, end + 30 min.
-    monkeypatch.setattr(
-        api_views, "timezone", SimpleNamespace(now=lambda: end + timedelta(minutes=20))
-    )
+    monkeypatch.setattr("core.clock.now", lambda: end + timedelta(minutes=20))
     cluster = make_cluster(count=4, hours=1, end=end, hostile_names=False)
     write_samples(cluster, end - timedelta(hours=3), end - timedelta(hours=2))
     pools = logged_in_client.get("/api/v1/overview").json()["pools"]
