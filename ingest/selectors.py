@@ -3,7 +3,8 @@
 Raw samples or 5-minute rollups are chosen by ``use_rollup``: rollups when the
 window is longer than 12 h (node series: from 6 h) or the resolution is ≥ 300 s. Time
 bucketing happens in SQL (``date_bin`` from the window start); a bucket is
-labelled by its start. Node aggregation per heatmap metric is documented in
+labelled by its start. Raw samples are read through ``ingest.history.gpu_rows`` /
+``ib_rows``: hot rows and compacted history alike. Node aggregation per heatmap metric is documented in
 ``ingest.heatmap_metrics``; long-window heatmaps read the per-node rollups, or their hourly
 tiles for 5-minute columns.
 """
@@ -27,12 +28,17 @@ from .heatmap_metrics import (
     tile_heatmap_sql,
     tile_params,
 )
+
+# gpu_rows / ib_rows: the raw-sample FROM items other apps' own SQL reads (hot + compacted).
+from .history import gpu_rows, ib_rows
 from .models import FamilyHealth, XidEvent
 from .store import GPU_VALUE_COLUMNS, IB_VALUE_COLUMNS
 
 ROLLUP_WINDOW = timedelta(hours=12)
 ROLLUP_STEP_SECONDS = 300
 NODE_ROLLUP_WINDOW = timedelta(hours=6)
+#: Upper bound of a raw read "from ts on" (SQL).
+ALL_AFTER = "'infinity'"
 
 
 class HeatmapMatrix(NamedTuple):
@@ -134,8 +140,11 @@ def use_rollup(start: datetime, end: datetime, step: int | None = None) -> bool:
     return end - start > ROLLUP_WINDOW or (step is not None and step >= ROLLUP_STEP_SECONDS)
 
 
-def _table(family: str, rollup: bool) -> str:
-    return f"ingest_{family}{'rollup' if rollup else 'sample'}"
+def _table(family: str, rollup: bool, lo: str = "%s", hi: str = "%s") -> str:
+    """The rollup table, or the raw samples (hot and compacted) with ``lo <= ts <= hi``."""
+    if rollup:
+        return f"ingest_{family}rollup"
+    return gpu_rows(lo, hi) if family == "gpu" else ib_rows(lo, hi)
 
 
 def _bucket_times(start: datetime, end: datetime, step: int) -> list[datetime]:
@@ -275,7 +284,7 @@ def rail_matrix(metric: str, start: datetime, end: datetime) -> RailMatrix:
     rows = _fetch(
         f"SELECT n.name, {device}, {spec.outer}({spec.per_device}) FROM {_table(spec.family, rollup)} s {join} "
         f"JOIN ingest_node n ON n.id = s.node_id WHERE s.ts >= %s AND s.ts < %s GROUP BY 1, 2",
-        [start, end],
+        [start, end] * (1 if rollup else 2),
     )
     rails = sorted({r[1] for r in rows}, key=lambda d: (len(d), d))
     nodes = sorted({r[0] for r in rows})
@@ -291,7 +300,7 @@ def _node_series(node: str, family: str, start: datetime, end: datetime, step: i
     columns = GPU_VALUE_COLUMNS if family == "gpu" else IB_VALUE_COLUMNS
     # By the leading key column (IB: port_id via the node's ports; s.node_id has no index
     # and scanned the whole window) and constant ts bounds: index scans in pruned partitions.
-    ib, table = family == "ib", _table(family, rollup)
+    ib, table = family == "ib", _table(family, rollup, "%(start)s", "%(end)s")
     device, owner = ("p.device", "p.node_id") if ib else ("s.gpu::text", "s.node_id")
     source = f"ingest_ibport p JOIN {table} s ON s.port_id = p.id" if ib else f"{table} s"
     aggregates = ", ".join(f"avg(s.{c})" for c in columns)
@@ -345,7 +354,7 @@ def latest_per_node(now: datetime | None = None) -> dict[str, NodeLatest]:
     since = (now or datetime.now(UTC)) - timedelta(minutes=10)
     gpu = _fetch(
         "SELECT n.name, max(l.ts), avg(l.util), avg(l.tensor), sum(l.power), max(l.temp) FROM ("
-        " SELECT DISTINCT ON (node_id, gpu) * FROM ingest_gpusample WHERE ts >= %s"
+        f" SELECT DISTINCT ON (node_id, gpu) * FROM {gpu_rows('%s', ALL_AFTER)}"
         " ORDER BY node_id, gpu, ts DESC) l JOIN ingest_node n ON n.id = l.node_id GROUP BY n.name",
         [since],
     )
@@ -353,8 +362,8 @@ def latest_per_node(now: datetime | None = None) -> dict[str, NodeLatest]:
         # active_ports is NULL (unknown) when no port reports a state (treydock exports none).
         "SELECT n.name, max(l.ts), sum(l.tx_bytes), sum(l.rx_bytes),"
         " CASE WHEN count(l.state) = 0 THEN NULL ELSE count(*) FILTER (WHERE l.state = 4) END FROM ("
-        " SELECT DISTINCT ON (port_id) * FROM ingest_ibsample WHERE ts >= %s ORDER BY port_id, ts DESC) l"
-        " JOIN ingest_node n ON n.id = l.node_id GROUP BY n.name",
+        f" SELECT DISTINCT ON (port_id) * FROM {ib_rows('%s', ALL_AFTER)}"
+        " ORDER BY port_id, ts DESC) l JOIN ingest_node n ON n.id = l.node_id GROUP BY n.name",
         [since],
     )
     latest = {name: NodeLatest(name, *row, None, None, None, None) for name, *row in gpu}
@@ -436,9 +445,10 @@ def gpu_samples_between(
     """Raw GPU samples with start < ts <= end, ordered by node, gpu, ts."""
     where, extra = _node_filter(nodes)
     rows = _fetch(
-        f"SELECT n.name, s.gpu, s.ts, {', '.join('s.' + c for c in GPU_VALUE_COLUMNS)} FROM ingest_gpusample s "
-        f"JOIN ingest_node n ON n.id = s.node_id WHERE s.ts > %s AND s.ts <= %s {where} ORDER BY 1, 2, 3",
-        [start, end, *extra],
+        f"SELECT n.name, s.gpu, s.ts, {', '.join('s.' + c for c in GPU_VALUE_COLUMNS)} "
+        f"FROM {gpu_rows('%s', '%s')} s JOIN ingest_node n ON n.id = s.node_id "
+        f"WHERE s.ts > %s AND s.ts <= %s {where} ORDER BY 1, 2, 3",
+        [start, end, start, end, *extra],
     )
     return [GpuRow._make(row) for row in rows]
 
@@ -450,8 +460,8 @@ def ib_samples_between(
     where, extra = _node_filter(nodes)
     rows = _fetch(
         f"SELECT n.name, p.device, p.port, s.ts, {', '.join('s.' + c for c in IB_VALUE_COLUMNS)} "
-        f"FROM ingest_ibsample s JOIN ingest_ibport p ON p.id = s.port_id JOIN ingest_node n ON n.id = s.node_id "
-        f"WHERE s.ts > %s AND s.ts <= %s {where} ORDER BY 1, 2, 3, 4",
-        [start, end, *extra],
+        f"FROM {ib_rows('%s', '%s')} s JOIN ingest_ibport p ON p.id = s.port_id "
+        f"JOIN ingest_node n ON n.id = s.node_id WHERE s.ts > %s AND s.ts <= %s {where} ORDER BY 1, 2, 3, 4",
+        [start, end, start, end, *extra],
     )
     return [IbRow._make(row) for row in rows]

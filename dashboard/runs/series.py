@@ -13,6 +13,8 @@ from datetime import UTC, datetime, timedelta
 
 from django.db import connection
 
+from ingest.selectors import gpu_rows, ib_rows
+
 from .queries import Holding
 
 RAW_SPAN = timedelta(days=2)
@@ -54,8 +56,9 @@ def gpu_series(
     if not holdings:
         return {"util": [], "tensor": []}
     rollup = end - start > RAW_SPAN
-    table = "ingest_gpurollup" if rollup else "ingest_gpusample"
+    table = "ingest_gpurollup" if rollup else gpu_rows("%s", "%s")
     values, params = _holding_values(holdings, rollup)
+    params = params if rollup else [start, end, *params]
     rows = _fetch(
         "SELECT s.ts, percentile_cont(0.5) WITHIN GROUP (ORDER BY s.util), min(s.util), "  # noqa: S608
         "percentile_cont(0.5) WITHIN GROUP (ORDER BY s.tensor), min(s.tensor) "
@@ -75,8 +78,9 @@ def ib_series(holdings: Sequence[Holding], start: datetime, end: datetime) -> li
     if not holdings:
         return []
     rollup = end - start > RAW_SPAN
-    table = "ingest_ibrollup" if rollup else "ingest_ibsample"
+    table = "ingest_ibrollup" if rollup else ib_rows("%s", "%s")
     values, params = _holding_values(holdings, rollup)
+    params = params if rollup else [start, end, *params]
     rows = _fetch(
         "SELECT ts, percentile_cont(0.5) WITHIN GROUP (ORDER BY bw), min(bw), NULL, NULL FROM ("  # noqa: S608
         "SELECT s.ts, s.node_id, sum(coalesce(s.tx_bytes, 0) + coalesce(s.rx_bytes, 0)) AS bw "
