@@ -123,7 +123,7 @@ class IngestCollector(Collector):
         yield from compaction_metrics()
 
 
-def compaction_metrics() -> list[Metric]:
+def compaction_metrics(now: datetime | None = None) -> list[Metric]:
     """Compaction's cost and backlog per hot table (``ingest.compaction``), from its progress rows."""
     from django.db.models import Sum
 
@@ -150,7 +150,7 @@ def compaction_metrics() -> list[Metric]:
         totals = Compaction.objects.values("table").annotate(
             rows=Sum("rows"), seconds=Sum("seconds"), leftover=Sum("leftover")
         )
-        backlog = hours_pending()
+        backlog = hours_pending(now)
     except Exception:  # noqa: BLE001 - a scrape must not fail because the database is down
         totals, backlog = [], {}
     for total in sorted(totals, key=lambda t: t["table"]):
