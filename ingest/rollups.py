@@ -70,10 +70,18 @@ def _pk(keys: tuple[str, ...]) -> str:
 
 # Raw rows hot and compacted alike (a backfill older than the hot window refreshes too).
 GPU_REFRESH = _refresh_sql(
-    gpu_rows("%s", "%s"), "ingest_gpurollup", ("node_id", "gpu"), GPU_VALUE_COLUMNS, GPU_SUMS
+    gpu_rows("%s", "%s", exclusive=True),
+    "ingest_gpurollup",
+    ("node_id", "gpu"),
+    GPU_VALUE_COLUMNS,
+    GPU_SUMS,
 )
 IB_REFRESH = _refresh_sql(
-    ib_rows("%s", "%s"), "ingest_ibrollup", ("port_id", "node_id"), IB_VALUE_COLUMNS, IB_SUMS
+    ib_rows("%s", "%s", exclusive=True),
+    "ingest_ibrollup",
+    ("port_id", "node_id"),
+    IB_VALUE_COLUMNS,
+    IB_SUMS,
 )
 
 

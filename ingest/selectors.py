@@ -141,10 +141,10 @@ def use_rollup(start: datetime, end: datetime, step: int | None = None) -> bool:
 
 
 def _table(family: str, rollup: bool, lo: str = "%s", hi: str = "%s") -> str:
-    """The rollup table, or the raw samples (hot and compacted) with ``lo <= ts <= hi``."""
+    """The rollup table, or the raw samples (hot and compacted) with ``lo <= ts < hi``."""
     if rollup:
         return f"ingest_{family}rollup"
-    return gpu_rows(lo, hi) if family == "gpu" else ib_rows(lo, hi)
+    return (gpu_rows if family == "gpu" else ib_rows)(lo, hi, exclusive=True)
 
 
 def _bucket_times(start: datetime, end: datetime, step: int) -> list[datetime]:
@@ -303,12 +303,14 @@ def _node_series(node: str, family: str, start: datetime, end: datetime, step: i
     ib, table = family == "ib", _table(family, rollup, "%(start)s", "%(end)s")
     device, owner = ("p.device", "p.node_id") if ib else ("s.gpu::text", "s.node_id")
     source = f"ingest_ibport p JOIN {table} s ON s.port_id = p.id" if ib else f"{table} s"
+    # Raw IB rows also by their own node_id: compacted history is indexed on it.
+    also = "AND s.node_id = p.node_id" if ib and not rollup else ""
     aggregates = ", ".join(f"avg(s.{c})" for c in columns)
     # The column index comes from Postgres as an int: no timestamp parsed per row.
     index = "floor((date_part('epoch', s.ts) - %(start_epoch)s) / %(step)s)::int"
     rows = _fetch(
         f"SELECT {device}, {index} AS j, {aggregates} "
-        f"FROM {source} WHERE {owner} = (SELECT id FROM ingest_node WHERE name = %(node)s) "
+        f"FROM {source} WHERE {owner} = (SELECT id FROM ingest_node WHERE name = %(node)s) {also} "
         f"AND s.ts >= %(start)s AND s.ts < %(end)s GROUP BY 1, 2",
         {"start": start, "end": end, "node": node, "start_epoch": start.timestamp(), "step": step},
     )
