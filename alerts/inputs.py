@@ -178,7 +178,7 @@ def _fetch_gpu(data: EvaluationData, need: dict[str, float], window: Any,
     if "gpu" in need:
         sql, params, mark = predicate
         bounds = q.twice(window("gpu", "gpu"))
-        series = q.gpu_candidates(mark).format(pred=sql)
+        series = q.gpu_candidates(mark, sql)
         data.gpu = list(map(GpuPoint._make, _rows(series, [*bounds, *params, *bounds], "gpu")))
     if "nvlink" in need:
         rows = _rows(q.NVLINK, q.twice(window("nvlink", "gpu")), "nvlink")
@@ -207,7 +207,7 @@ def _fetch_ib(
     if "ib" in need:
         sql, params, mark = predicate
         bounds = q.twice(window("ib", "ib"))
-        rows = _rows(q.ib_candidates(mark).format(pred=sql), [*bounds, *params, *bounds], "ib")
+        rows = _rows(q.ib_candidates(mark, sql), [*bounds, *params, *bounds], "ib")
         data.ib = list(map(IbPoint._make, rows))
 
 

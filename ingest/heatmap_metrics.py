@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from .history import gpu_rows, ib_rows
+from .history import columns_in, gpu_rows, ib_rows
 
 if TYPE_CHECKING:
     from django.db.backends.utils import CursorWrapper
@@ -157,7 +157,7 @@ def raw_heatmap_sql(spec: HeatmapMetric) -> str:
     """(column index, node ids, cells) rows of a heatmap from raw samples (see ``_columns``)."""
     per_ts = (
         f"SELECT node_id, {COLUMN_INDEX} AS j, {spec.inner} AS v "
-        f"FROM {_RAW[spec.family]('%(start)s', '%(end)s', exclusive=True)} s "
+        f"FROM {_RAW[spec.family]('%(start)s', '%(end)s', exclusive=True, columns=columns_in(spec.family, spec.inner))} s "
         f"WHERE ts >= %(start)s AND ts < %(end)s GROUP BY node_id, ts"
     )
     return _columns(f"SELECT j, node_id, {spec.outer}(v) AS v FROM ({per_ts}) p GROUP BY 1, 2")

@@ -9,16 +9,19 @@ also in docs/scaling.md), compressed with lz4 where Postgres TOASTs the row. ``s
 NULL when every step of the hour is present, else the step numbers present (the arrays
 then hold those steps only).
 
-Readers never pick a layout: ``ingest_gpu_rows(lo, hi[, marks])`` and
-``ingest_ib_rows(lo, hi[, marks])`` (SQL functions made by migration 0014, inlined by the
-planner) return every sample with ``lo <= ts <= hi`` from both, with the hot tables'
-columns and types; ``gpu_rows`` / ``ib_rows`` write the call. ``marks`` skips history
+Readers never pick a layout: ``ingest_gpu_rows(lo, hi[, marks[, columns]])`` and
+``ingest_ib_rows(…)`` (SQL functions made by migration 0014, inlined by the planner)
+return every sample with ``lo <= ts <= hi`` from both, with the hot tables' columns and
+types; ``gpu_rows`` / ``ib_rows`` write the call. ``columns`` (a bit mask) names the value
+columns history decodes (the others read as NULL there); ``marks`` skips history
 rows without a step matching one of the hot tables' partial-index predicates (``MARKS``):
 what those indexes do for hot rows, for a reader whose predicate implies the mark's.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 HOUR_SECONDS = 3600
@@ -150,36 +153,76 @@ IB_HISTORY = HistoryTable(
 HISTORIES = {"gpu": GPU_HISTORY, "ib": IB_HISTORY}
 
 
-def gpu_rows(lo: str, hi: str, mark: str | None = None, *, exclusive: bool = False) -> str:
+def gpu_rows(
+    lo: str,
+    hi: str,
+    mark: str | None = None,
+    *,
+    exclusive: bool = False,
+    columns: Iterable[str] | None = None,
+) -> str:
     """SQL FROM item: every GPU sample with ``lo <= ts <= hi`` (SQL expressions), hot or compacted.
 
     ``exclusive``: ``ts < hi`` (saves decoding the hour starting at ``hi``). ``mark``:
     history rows without a step matching that mark's predicate are skipped (the caller's
-    own predicate must imply it).
+    own predicate must imply it). ``columns``: the value columns the caller reads (default
+    all); history decodes only those, the others read as NULL.
     """
-    return _call(GPU_HISTORY, lo, hi, mark, exclusive)
+    return _call(GPU_HISTORY, lo, hi, mark, exclusive, columns)
 
 
-def ib_rows(lo: str, hi: str, mark: str | None = None, *, exclusive: bool = False) -> str:
+def ib_rows(
+    lo: str,
+    hi: str,
+    mark: str | None = None,
+    *,
+    exclusive: bool = False,
+    columns: Iterable[str] | None = None,
+) -> str:
     """SQL FROM item: every IB port sample with ``lo <= ts <= hi``, hot or compacted (see gpu_rows)."""
-    return _call(IB_HISTORY, lo, hi, mark, exclusive)
+    return _call(IB_HISTORY, lo, hi, mark, exclusive, columns)
 
 
-def _call(table: HistoryTable, lo: str, hi: str, mark: str | None, exclusive: bool) -> str:
+def columns_in(family: str, *sql: str) -> tuple[str, ...]:
+    """The value columns of ``family`` that the SQL texts name (for ``columns=``)."""
+    text = " ".join(sql)
+    return tuple(c for c in HISTORIES[family].columns if re.search(rf"\b{c}\b", text))
+
+
+def _call(
+    table: HistoryTable,
+    lo: str,
+    hi: str,
+    mark: str | None,
+    exclusive: bool,
+    columns: Iterable[str] | None,
+) -> str:
     bits = table.marks[mark][0] if mark else 0
     end = f"({hi})::timestamptz - interval '1 microsecond'" if exclusive else hi
-    return f"{table.function}({lo}, {end}, {bits})"
+    wanted = set(table.columns if columns is None else columns)
+    unknown = wanted - set(table.columns)
+    if unknown:
+        raise ValueError(f"not columns of {table.hot}: {sorted(unknown)}")
+    mask = sum(1 << i for i, c in enumerate(table.columns) if c in wanted)
+    return f"{table.function}({lo}, {end}, {bits}, {mask})"
 
 
-def decoded_rows_sql(table: HistoryTable, source: str, where: str) -> str:
+def decoded_rows_sql(table: HistoryTable, source: str, where: str, mask: str = "") -> str:
     """SQL: the hot-layout rows (ts, keys, values, then hour) held by history rows ``h`` of ``source``.
 
     Every array is unnested in the select list, in lockstep (an array that is NULL reads as
     NULLs; ``slots`` NULL means step ``i``): one pass over each array, ~10× cheaper than a
     multi-array ``unnest`` in FROM (which materialises) or subscripts (which decompress
-    the array once per element). ``where`` filters history rows before they are unnested.
+    the array once per element). ``where`` filters history rows before they are unnested;
+    ``mask`` (SQL, bit i: column i) leaves the other arrays undecoded (a constant mask folds
+    to the array or NULL when the planner inlines the reader).
     """
-    arrays = ", ".join(f"unnest(h.{e.column}) AS {e.column}" for e in table.encodings)
+    arrays = ", ".join(
+        f"unnest(CASE WHEN ({mask}) & {1 << i} <> 0 THEN h.{e.column} END) AS {e.column}"
+        if mask
+        else f"unnest(h.{e.column}) AS {e.column}"
+        for i, e in enumerate(table.encodings)
+    )
     values = ", ".join(f"{e.decode('x.' + e.column)} AS {e.column}" for e in table.encodings)
     keys = ", ".join(f"x.{k}" for k in table.key_columns)
     steps = f"generate_series(0, coalesce(cardinality(h.slots), {HOUR_SECONDS} / h.step) - 1)"
@@ -209,13 +252,15 @@ def function_sql(table: HistoryTable) -> str:
         table,
         f"{table.history} h",
         "h.hour >= date_bin('1 hour', $1, 'epoch') AND h.hour <= $2 AND ($3 = 0 OR h.marks & $3 = $3)",
+        "$4",
     )
     inside = (
         "CASE WHEN d.hour >= $1 AND d.hour + interval '1 hour' <= $2 THEN true "
         "ELSE d.ts >= $1 AND d.ts <= $2 END"
     )
     return (
-        f"CREATE OR REPLACE FUNCTION {table.function}(timestamptz, timestamptz, integer DEFAULT 0) "
+        f"CREATE OR REPLACE FUNCTION {table.function}"
+        "(timestamptz, timestamptz, integer DEFAULT 0, integer DEFAULT -1) "
         f"RETURNS TABLE ({returns}) LANGUAGE sql STABLE PARALLEL UNSAFE AS $fn$ "
         f"SELECT {', '.join(hot_columns)} FROM {table.hot} WHERE ts >= $1 AND ts <= $2 UNION ALL "
         f"SELECT {', '.join('d.' + c for c in hot_columns)} FROM ({history}) d WHERE {inside} $fn$;"

@@ -30,7 +30,7 @@ from .heatmap_metrics import (
 )
 
 # gpu_rows / ib_rows: the raw-sample FROM items other apps' own SQL reads (hot + compacted).
-from .history import gpu_rows, ib_rows
+from .history import columns_in, gpu_rows, ib_rows
 from .models import FamilyHealth, XidEvent
 from .store import GPU_VALUE_COLUMNS, IB_VALUE_COLUMNS
 
@@ -39,6 +39,7 @@ ROLLUP_STEP_SECONDS = 300
 NODE_ROLLUP_WINDOW = timedelta(hours=6)
 #: Upper bound of a raw read "from ts on" (SQL).
 ALL_AFTER = "'infinity'"
+LATEST_GPU, LATEST_IB = ("util", "tensor", "power", "temp"), ("tx_bytes", "rx_bytes", "state")
 
 
 class HeatmapMatrix(NamedTuple):
@@ -140,11 +141,13 @@ def use_rollup(start: datetime, end: datetime, step: int | None = None) -> bool:
     return end - start > ROLLUP_WINDOW or (step is not None and step >= ROLLUP_STEP_SECONDS)
 
 
-def _table(family: str, rollup: bool, lo: str = "%s", hi: str = "%s") -> str:
-    """The rollup table, or the raw samples (hot and compacted) with ``lo <= ts < hi``."""
+def _table(family: str, rollup: bool, lo: str = "%s", hi: str = "%s", uses: str = "") -> str:
+    """The rollup table, or the raw samples (hot and compacted) with ``lo <= ts < hi``;
+    ``uses``: SQL naming the value columns read (default: all of them)."""
     if rollup:
         return f"ingest_{family}rollup"
-    return (gpu_rows if family == "gpu" else ib_rows)(lo, hi, exclusive=True)
+    columns = columns_in(family, uses) if uses else None
+    return (gpu_rows if family == "gpu" else ib_rows)(lo, hi, exclusive=True, columns=columns)
 
 
 def _bucket_times(start: datetime, end: datetime, step: int) -> list[datetime]:
@@ -282,7 +285,8 @@ def rail_matrix(metric: str, start: datetime, end: datetime) -> RailMatrix:
     device = "p.device" if spec.family == "ib" else "s.gpu::text"
     join = "JOIN ingest_ibport p ON p.id = s.port_id" if spec.family == "ib" else ""
     rows = _fetch(
-        f"SELECT n.name, {device}, {spec.outer}({spec.per_device}) FROM {_table(spec.family, rollup)} s {join} "
+        f"SELECT n.name, {device}, {spec.outer}({spec.per_device}) "
+        f"FROM {_table(spec.family, rollup, uses=spec.per_device)} s {join} "
         f"JOIN ingest_node n ON n.id = s.node_id WHERE s.ts >= %s AND s.ts < %s GROUP BY 1, 2",
         [start, end] * (1 if rollup else 2),
     )
@@ -356,7 +360,7 @@ def latest_per_node(now: datetime | None = None) -> dict[str, NodeLatest]:
     since = (now or datetime.now(UTC)) - timedelta(minutes=10)
     gpu = _fetch(
         "SELECT n.name, max(l.ts), avg(l.util), avg(l.tensor), sum(l.power), max(l.temp) FROM ("
-        f" SELECT DISTINCT ON (node_id, gpu) * FROM {gpu_rows('%s', ALL_AFTER)}"
+        f" SELECT DISTINCT ON (node_id, gpu) * FROM {gpu_rows('%s', ALL_AFTER, columns=LATEST_GPU)}"
         " ORDER BY node_id, gpu, ts DESC) l JOIN ingest_node n ON n.id = l.node_id GROUP BY n.name",
         [since],
     )
@@ -364,7 +368,7 @@ def latest_per_node(now: datetime | None = None) -> dict[str, NodeLatest]:
         # active_ports is NULL (unknown) when no port reports a state (treydock exports none).
         "SELECT n.name, max(l.ts), sum(l.tx_bytes), sum(l.rx_bytes),"
         " CASE WHEN count(l.state) = 0 THEN NULL ELSE count(*) FILTER (WHERE l.state = 4) END FROM ("
-        f" SELECT DISTINCT ON (port_id) * FROM {ib_rows('%s', ALL_AFTER)}"
+        f" SELECT DISTINCT ON (port_id) * FROM {ib_rows('%s', ALL_AFTER, columns=LATEST_IB)}"
         " ORDER BY port_id, ts DESC) l JOIN ingest_node n ON n.id = l.node_id GROUP BY n.name",
         [since],
     )

@@ -154,7 +154,7 @@ def gpus_per_node(node_ids: Sequence[int], start: datetime, end: datetime) -> di
     lo = max(start, end - timedelta(days=1))
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT node_id, count(DISTINCT gpu) FROM {gpu_rows('%s', '%s')} s "
+            f"SELECT node_id, count(DISTINCT gpu) FROM {gpu_rows('%s', '%s', columns=())} s "
             "WHERE node_id = ANY(%s) GROUP BY node_id",
             [lo, end, list(node_ids)],
         )
@@ -197,7 +197,8 @@ def resume_times(runs: Sequence[RunFacts]) -> dict[tuple[int, int], datetime | N
             cursor.execute(
                 f"SELECT c.idx, s.ts, percentile_cont(0.5) WITHIN GROUP (ORDER BY s.util) "  # noqa: S608
                 f"FROM (VALUES {values}) AS c(idx, node_id, lo, hi) "
-                f"JOIN {gpu_rows('%s', '%s')} s ON s.node_id = c.node_id AND s.ts > c.lo AND s.ts <= c.hi "
+                f"JOIN {gpu_rows('%s', '%s', columns=('util',))} s "
+                "ON s.node_id = c.node_id AND s.ts > c.lo AND s.ts <= c.hi "
                 "GROUP BY c.idx, s.ts ORDER BY c.idx, s.ts",
                 [value for row in rows for value in row]
                 + [min(row[2] for row in rows), max(row[3] for row in rows)],

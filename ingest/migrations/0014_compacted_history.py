@@ -16,7 +16,7 @@ from ingest.history import GPU_HISTORY, IB_HISTORY, function_sql, table_sql
 
 SQL = "".join(table_sql(t) + function_sql(t) for t in (GPU_HISTORY, IB_HISTORY))
 REVERSE = "".join(
-    f"DROP FUNCTION IF EXISTS {t.function}(timestamptz, timestamptz, integer);"
+    f"DROP FUNCTION IF EXISTS {t.function}(timestamptz, timestamptz, integer, integer);"
     f"DROP TABLE IF EXISTS {t.history} CASCADE;"
     for t in (GPU_HISTORY, IB_HISTORY)
 )
