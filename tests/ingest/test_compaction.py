@@ -367,3 +367,21 @@ def _wait_for_backend_gone() -> None:
                 return
             time.sleep(0.1)
     raise AssertionError("the killed worker's transaction is still open")
+
+
+def test_compact_history_command_converts_the_stored_rows_with_a_progress_bar() -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    seed(hours=1)
+    out = StringIO()
+    call_command("compact_history", stdout=out)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "pending: ingest_gpusample 24 h, ingest_ibsample 24 h"
+    assert lines[1] == f"[{'.' * 30}]     1/48 hours  ingest_gpusample 2026-01-05 00:00"
+    assert lines[48] == f"[{'#' * 30}]    48/48 hours  ingest_ibsample 2026-01-05 23:00"
+    summary = lines[-1].split(" in ")
+    assert summary[0] == "compacted 48 hours (720 rows, 0 left hot)"  # 4 GPUs + 2 ports × 120
+    assert summary[1].endswith(" s; truncated 2 day partitions; 0 hours left")
+    assert hot_and_history_counts() == (0, 8, 0, 4)
