@@ -211,7 +211,7 @@ def decoded_rows_sql(table: HistoryTable, source: str, where: str, mask: str = "
     """SQL: the hot-layout rows (ts, keys, values, then hour) held by history rows ``h`` of ``source``.
 
     Every array is unnested in the select list, in lockstep (an array that is NULL reads as
-    NULLs; ``slots`` NULL means step ``i``): one pass over each array, ~10× cheaper than a
+    NULLs; ``slots`` NULL means step ``i``): one pass over each array, several times cheaper than a
     multi-array ``unnest`` in FROM (which materialises) or subscripts (which decompress
     the array once per element). ``where`` filters history rows before they are unnested;
     ``mask`` (SQL, bit i: column i) leaves the other arrays undecoded (a constant mask folds
