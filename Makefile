@@ -6,12 +6,13 @@ PY := $(VENV)/bin/python
 PORT ?= 8000
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test bench lint check venv services db clean help
+.PHONY: demo test bench lint check venv services db clean help image
 
 help:
 	@echo "make demo   - set everything up and run the stack with the simulator on http://127.0.0.1:$(PORT)"
 	@echo "make test   - set everything up and run lint, checks and the whole test suite"
 	@echo "make bench  - run the benchmarks in bench/ (figures beside their references)"
+	@echo "make image  - build the container image, tagged $(IMAGE):<version> and $(IMAGE):sha-<commit>"
 
 venv: $(VENV)/.installed
 
@@ -30,6 +31,7 @@ lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
+	DEBUG=1 $(VENV)/bin/mypy
 	DEBUG=1 $(PY) manage.py check --fail-level WARNING
 	DEBUG=1 $(PY) manage.py makemigrations --check --dry-run
 
@@ -41,6 +43,13 @@ demo: venv services
 
 bench: venv services
 	@for bench in bench/bench_*.py; do echo "== $$bench"; $(PY) $$bench || exit 1; done
+
+# The image's tags (docs/deploy.md "The image"): the version of pyproject.toml and the commit.
+IMAGE ?= clusterwatch
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+image:
+	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE):$(VERSION) \
+		-t $(IMAGE):sha-$$(git rev-parse --short=12 HEAD) .
 
 clean:
 	rm -rf var artifacts

@@ -15,16 +15,11 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from . import admin_silences  # noqa: F401 - registers the silence admin
+from . import admin_notify, admin_silences  # noqa: F401 - register the notification and silence admins
+from .admin_triage import TRIAGE_ACTIONS, hurts, triage
 from .backtest import backtest, parse_sets, parse_span
 from .models import Alert, AlertEvent, Evaluation, RuleConfig
 from .rules import REGISTRY, RuleConfigError
-
-try:
-    from . import admin_notify  # noqa: F401 - registers the notification admin
-except ModuleNotFoundError as exc:  # pragma: no cover - only before admin_notify.py exists
-    if exc.name != f"{__package__}.admin_notify":
-        raise
 
 
 @admin.register(RuleConfig)
@@ -127,9 +122,10 @@ class AlertAdmin(admin.ModelAdmin):
     search_fields = ("node", "summary", "fingerprint")
     date_hierarchy = "pending_since"
     inlines = (AlertEventInline,)
+    actions = TRIAGE_ACTIONS
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
-        return [f.name for f in self.model._meta.fields]
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list:
+        return [f.name for f in self.model._meta.fields] + [hurts, triage]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

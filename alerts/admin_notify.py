@@ -58,6 +58,7 @@ class ChannelForm(forms.ModelForm):
             "group_interval",
             "repeat_interval",
             "send_resolved",
+            "watchdog",
             "enabled",
         ]
 

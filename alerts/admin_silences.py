@@ -18,12 +18,12 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from . import selectors
+from .matchers import describe_matchers
 from .models import Silence, SilenceableNode, SilenceAudit
 from .rules import REGISTRY
 from .silences import (
     SilenceError,
     create_silence,
-    describe_matchers,
     expire_silence,
     node_matchers,
     parse_matchers,

@@ -1,4 +1,4 @@
-"""JSON API of alerts and silences. Bad input → 400 naming the field; nothing is changed."""
+"""JSON API of silences (alerts: ``api_alerts``). Bad input → 400 naming the field; nothing is changed."""
 
 from __future__ import annotations
 
@@ -7,21 +7,18 @@ from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, JsonResponse
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_http_methods
 
 from core.validation import InputError, json_body, parse_time
 
 from . import selectors
-from .models import AlertState, Silence
-from .rules import REGISTRY
+from .models import Silence
 from .silences import MAX_AHEAD, SilenceError, create_silence, expire_silence
 
-ALERT_FILTERS = {"state", "rule", "node", "limit"}
 SILENCE_FIELDS = {"matchers", "starts_at", "ends_at", "preset", "comment", "confirm_match_all"}
 SILENCE_PAGE_FILTERS = {"limit", "offset"}
 SILENCE_PAGE_DEFAULT, SILENCE_PAGE_MAX = 100, 1000
 MAX_SILENCE_BODY_BYTES = 256 * 1024
-API_STATES = (AlertState.FIRING, AlertState.PENDING, AlertState.RESOLVED)
 
 
 def bad_request(field: str, message: str) -> JsonResponse:
@@ -46,31 +43,6 @@ def can_write_silences(request: HttpRequest, permission: str = "alerts.add_silen
         return False
     token = getattr(request, "api_token", None)
     return token is None or token.allows(settings.ALERTS_SILENCE_TOKEN_SCOPE)
-
-
-@require_GET
-def alerts(request: HttpRequest) -> JsonResponse:
-    """``GET /api/v1/alerts?state=firing|pending|resolved&rule=&node=&limit=``."""
-    unknown = set(request.GET) - ALERT_FILTERS
-    if unknown:
-        return bad_request(
-            sorted(unknown)[0], f"unknown field (expected {', '.join(sorted(ALERT_FILTERS))})"
-        )
-    state, rule = request.GET.get("state") or None, request.GET.get("rule") or None
-    if state and state not in API_STATES:
-        return bad_request("state", f"expected one of {', '.join(API_STATES)}, got {state!r}")
-    if rule and rule not in REGISTRY:
-        return bad_request("rule", f"unknown rule {rule!r} (known: {', '.join(sorted(REGISTRY))})")
-    try:
-        limit = int(request.GET.get("limit", "500"))
-    except ValueError:
-        return bad_request("limit", "expected an integer")
-    if not 1 <= limit <= 5000:
-        return bad_request("limit", "expected 1..5000")
-    found = selectors.alerts(
-        state=state, rule=rule, node=request.GET.get("node") or None, limit=limit
-    )
-    return JsonResponse({"alerts": [selectors.serialize_alert(a) for a in found]})
 
 
 @require_http_methods(["GET", "POST"])

@@ -8,3 +8,10 @@ class AlertsConfig(AppConfig):
 
     name = "alerts"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from core.metrics import register_collector
+
+        from .metrics import EvaluationCollector
+
+        register_collector(EvaluationCollector())

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import inputs
+from . import overrides as overrides_
 from .lifecycle import episodes
 from .models import RuleConfig
-from .rules import REGISTRY, RuleConfigError, RuleSettings, get_rule
+from .rules import REGISTRY, RuleConfigError, RuleSettings, get_rule, validate_params
 from .rules.series import duration, iso
 from .services import load_rule_settings, settings_from_config
 
@@ -103,8 +104,13 @@ class BacktestReport:
 
 
 def backtest(rule_id: str, since_seconds: float, overrides: dict[str, Any] | None = None,
-             now: float | None = None) -> BacktestReport:  # fmt: skip
-    """Replay ``rule_id`` with its stored settings plus ``overrides`` over the last ``since_seconds``."""
+             now: float | None = None,
+             scoped: list[tuple[str, str, dict[str, Any]]] | None = None) -> BacktestReport:  # fmt: skip
+    """Replay ``rule_id`` with its stored settings plus ``overrides`` over the last ``since_seconds``.
+
+    Per-pool / per-GPU-model overrides apply as in live evaluation: the stored ones, and
+    ``scoped`` ``(scope, value, params)`` over them (validated like the rule's params).
+    """
     rule = get_rule(rule_id)
     if rule_id in NOT_BACKTESTABLE:
         raise RuleConfigError(
@@ -117,20 +123,43 @@ def backtest(rule_id: str, since_seconds: float, overrides: dict[str, Any] | Non
         rid: s._replace(enabled=rid == rule_id) for rid, s in load_rule_settings().items()
     }
     everything[rule_id] = rs
+    runs = _variants(rule_id, everything, scoped or [])
     started = time.perf_counter()
-    data = inputs.fetch(everything, now=now, span=since_seconds)
+    data = inputs.fetch(everything, now=now, span=since_seconds,
+                        extra=overrides_.extra_settings({rule_id: runs}))  # fmt: skip
     as_of = rule.as_of(data)
     report = BacktestReport(rule_id, rs, as_of - since_seconds, as_of)
-    for signal in rule.signals(data, rs):
-        for ep in episodes(signal, as_of, rs.for_seconds, rs.keep_firing_for_seconds):
-            if ep.fired_at >= report.start:
-                summary = signal.describe(ep.last_index).summary
-                report.fired.append(
-                    Fired(signal.labels, ep.since, ep.fired_at, ep.resolved_at, summary)
-                )
+    overridden = overrides_.overridden_nodes(runs)
+    for variant in runs:
+        vs = variant.settings
+        for signal in rule.signals(data, vs):
+            if not variant.keeps(signal, overridden):
+                continue
+            for ep in episodes(signal, as_of, vs.for_seconds, vs.keep_firing_for_seconds):
+                if ep.fired_at >= report.start:
+                    summary = signal.describe(ep.last_index).summary
+                    report.fired.append(
+                        Fired(signal.labels, ep.since, ep.fired_at, ep.resolved_at, summary)
+                    )
     report.fired.sort(key=lambda f: (f.fired_at, sorted(f.labels.items())))
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _variants(rule_id: str, everything: dict[str, RuleSettings],
+              scoped: list[tuple[str, str, dict[str, Any]]]) -> list[overrides_.Variant]:  # fmt: skip
+    """The rule's variants: stored overrides, with ``scoped`` ones (validated) over them."""
+    table = {(o.scope, o.value): o for o in overrides_.load(everything) if o.rule == rule_id}
+    for scope, value, params in scoped:
+        if scope not in overrides_.SCOPES:
+            raise RuleConfigError("override", f"scope must be pool or gpu_model, got {scope!r}")
+        table[(scope, value)] = overrides_.Override(
+            rule_id, scope, value, validate_params(rule_id, params)
+        )
+    if not table:
+        return [overrides_.Variant(everything[rule_id], None)]
+    found = overrides_.variants(everything, table.values(), overrides_.node_dimensions())
+    return found[rule_id]
 
 
 __all__ = ["REGISTRY", "BacktestReport", "backtest", "parse_sets", "parse_span"]

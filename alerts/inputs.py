@@ -20,6 +20,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
+from . import health_inputs
 from . import queries as q
 from .rules import REGISTRY, RuleSettings
 from .rules.data import (
@@ -69,24 +70,35 @@ def max_gap_seconds() -> float:
     return float(settings.ALERTS_MAX_SAMPLE_GAP_SECONDS)
 
 
-def enabled(rule_settings: dict[str, RuleSettings]) -> list[tuple[Any, RuleSettings]]:
-    """(rule, settings) of every enabled rule."""
-    return [(REGISTRY[rid], rs) for rid, rs in rule_settings.items() if rs.enabled]
+Extra = dict[str, list[RuleSettings]] | None  # per rule, more settings to cover (overrides)
 
 
-def lookbacks(rule_settings: dict[str, RuleSettings], max_gap: float) -> dict[str, float]:
+def enabled(
+    rule_settings: dict[str, RuleSettings], extra: Extra = None
+) -> list[tuple[Any, RuleSettings]]:
+    """(rule, settings) of every enabled rule, and of its ``extra`` settings (per-pool overrides)."""
+    found = [(REGISTRY[rid], rs) for rid, rs in rule_settings.items() if rs.enabled]
+    return found + [(REGISTRY[rid], rs) for rid, more in (extra or {}).items()
+                    if rule_settings[rid].enabled for rs in more]  # fmt: skip
+
+
+def lookbacks(
+    rule_settings: dict[str, RuleSettings], max_gap: float, extra: Extra = None
+) -> dict[str, float]:
     """Seconds of data each dataset needs: the largest look-back of the enabled rules reading it."""
     needed: dict[str, float] = {}
-    for rule, rs in enabled(rule_settings):
+    for rule, rs in enabled(rule_settings, extra):
         for dataset in rule.needs:
             needed[dataset] = max(needed.get(dataset, 0.0), rule.lookback(rs, max_gap))
     return needed
 
 
-def prefilters(rule_settings: dict[str, RuleSettings]) -> dict[str, tuple[str, list[Any]] | None]:
+def prefilters(
+    rule_settings: dict[str, RuleSettings], extra: Extra = None
+) -> dict[str, tuple[str, list[Any]] | None]:
     """Per dense dataset, the OR of its readers' prefilters; None when one reader needs every series."""
     combined: dict[str, tuple[str, list[Any]] | None] = {}
-    for rule, rs in enabled(rule_settings):
+    for rule, rs in enabled(rule_settings, extra):
         own = rule.prefilter(rs)
         for dataset in set(rule.needs) & {"gpu", "ib"}:
             if dataset in combined and combined[dataset] is None:
@@ -107,13 +119,15 @@ def fetch(
     now: float | None = None,
     previous: dict[str, float] | None = None,
     span: float | None = None,
+    extra: Extra = None,
 ) -> EvaluationData:
     """All the data the enabled rules need, as of each family's ingest cursor.
 
     ``previous`` is the data time of the last evaluation per family: when ingest
     caught up a gap in one cycle, the windows reach back to it (at most
     ALERTS_MAX_CATCHUP_SECONDS more), so no stored step goes unjudged. ``span``
-    (backtests) widens every window by that many seconds.
+    (backtests) widens every window by that many seconds. ``extra``: more settings per rule
+    (per-pool / per-GPU-model overrides) whose look-backs and prefilters are covered too.
     """
     now = time.time() if now is None else now
     LAST_TIMINGS.clear()
@@ -126,7 +140,7 @@ def fetch(
     data.cursors = cursors
     need = {
         dataset: seconds + (span or 0.0)
-        for dataset, seconds in lookbacks(rule_settings, gap).items()
+        for dataset, seconds in lookbacks(rule_settings, gap, extra).items()
     }
     cap = float(settings.ALERTS_MAX_CATCHUP_SECONDS)
 
@@ -137,7 +151,7 @@ def fetch(
         data.window_starts[dataset] = min(start, data.window_starts.get(dataset, start))
         return [start, end]
 
-    filters, marks = prefilters(rule_settings), history_marks(rule_settings)
+    filters, marks = prefilters(rule_settings, extra), history_marks(rule_settings, extra)
     if need.keys() & set(GPU_DATASETS):
         gpu_filter = (*_predicate(filters, need, "gpu"), marks.get("gpu"))
         _fetch_gpu(data, need, window, gpu_filter, span is not None)
@@ -150,15 +164,19 @@ def fetch(
             setattr(data, attr, list(map(row_type._make, _rows(sql, params, dataset))))
     if "ib_last" in need:
         _fetch_ib_last(data, window)
+    if "gpu_health" in need:
+        health_inputs.fetch_gpu_health(data, rule_settings, window, _rows)
+    if "xid_gone" in need:
+        health_inputs.fetch_xid_gone(data, rule_settings, _rows)
     _fetch_shapes(data, rule_settings, need, window)
     return data
 
 
-def history_marks(rule_settings: dict[str, RuleSettings]) -> dict[str, str]:
+def history_marks(rule_settings: dict[str, RuleSettings], extra: Extra = None) -> dict[str, str]:
     """Per dense dataset, the compacted-history mark (``ingest.history``) every enabled
     reader's prefilter implies, where they all name the same one (else no entry)."""
     named: dict[str, set[str | None]] = {}
-    for rule, rs in enabled(rule_settings):
+    for rule, rs in enabled(rule_settings, extra):
         own = rule.history_mark(rs)
         for dataset in set(rule.needs) & {"gpu", "ib"}:
             named.setdefault(dataset, set()).add(own.get(dataset))

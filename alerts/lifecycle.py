@@ -8,7 +8,7 @@ in the data fires at the first evaluation that sees it.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from .rules.data import Detail, Signal
 
@@ -201,8 +201,3 @@ def decide(
         else last_match + keep_seconds
     )
     return Decision("resolved", min(resolved, as_of), None, False, last_match)
-
-
-def as_detail(value: float | None, summary: str, **context: Any) -> Detail:
-    """Shorthand used by rules to build a Detail."""
-    return Detail(value, summary, context)

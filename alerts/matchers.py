@@ -84,3 +84,13 @@ def matches_everything(matchers: list[Matcher]) -> bool:
     ``nosuchlabel=""`` are all of this kind.
     """
     return all(matcher.matches_empty for matcher in matchers)
+
+
+def describe_matchers(raw: Any) -> str:
+    """``{node="gpu-001", alertname=~"ib_.*"}``, for lists and the admin (stored JSON as it is)."""
+    if not isinstance(raw, list):
+        return "{}"
+    parts = [
+        f'{m.get("name")}{m.get("op", "=")}"{m.get("value")}"' for m in raw if isinstance(m, dict)
+    ]
+    return "{" + ", ".join(parts) + "}"

@@ -113,6 +113,37 @@ SELECT n.name, x.gpu, {EPOCH.format("x.ts")}, x.code, x.message
 FROM ingest_xidevent x JOIN ingest_node n ON n.id = x.node_id
 WHERE x.{WINDOW} ORDER BY n.name, x.gpu, x.ts
 """
+# Sparse: the partial index ingest_gpusample_health_ts (ingest 0012) holds the rows matching this
+# predicate with the default throttle mask ({mask}: gpu_throttle's reasons_mask, an int).
+GPU_HEALTH = f"""
+SELECT n.name, s.gpu, {EPOCH.format("s.ts")}, coalesce(s.ecc_dbe_vol, 0), coalesce(s.pcie_replay, 0),
+       coalesce(s.row_remap_failure, 0), coalesce(s.row_remap_pending, 0), coalesce(s.clock_events, 0)::int
+FROM ingest_gpusample s JOIN ingest_node n ON n.id = s.node_id
+WHERE s.{WINDOW}
+  AND (s.ecc_dbe_vol > 0 OR s.pcie_replay > 0 OR s.row_remap_failure > 0 OR s.row_remap_pending > 0
+       OR (s.clock_events::int & {{mask}}) <> 0)
+ORDER BY n.name, s.gpu, s.ts
+"""
+# Each GPU's latest XID event (over the forget horizon) whose code means the GPU is gone, and the
+# first sample of that GPU after the event that follows a gap longer than the sample gap: the GPU
+# reporting again. (Stale samples right after the event, e.g. Prometheus' look-back over
+# backfilled blocks, have no gap before them and do not count.) Primary-key probes per such GPU.
+XID_GONE = f"""
+WITH x AS (
+    SELECT DISTINCT ON (node_id, gpu) node_id, gpu, ts, code, message FROM ingest_xidevent
+    WHERE ts > to_timestamp(%(start)s) AND ts <= to_timestamp(%(end)s) ORDER BY node_id, gpu, ts DESC
+)
+SELECT n.name, x.gpu, {EPOCH.format("x.ts")}, x.code, x.message, {EPOCH.format("r.ts")}
+FROM x JOIN ingest_node n ON n.id = x.node_id LEFT JOIN LATERAL (
+    SELECT min(g.ts) AS ts FROM (
+        SELECT ts, lag(ts) OVER (ORDER BY ts) AS prev FROM ingest_gpusample
+        WHERE node_id = x.node_id AND gpu = x.gpu
+          AND ts > x.ts - make_interval(secs => 2 * %(gap)s) AND ts <= to_timestamp(%(end)s)
+    ) g WHERE g.ts > x.ts AND (g.prev IS NULL OR g.ts - g.prev > make_interval(secs => %(gap)s))
+) r ON true
+WHERE x.code = ANY(%(codes)s)
+ORDER BY n.name, x.gpu
+"""
 KUEUE = f"""
 SELECT q.name, {EPOCH.format("s.ts")}, s.pending_active, s.pending_inadmissible, s.admitted
 FROM ingest_kueuesample s JOIN ingest_clusterqueue q ON q.id = s.cluster_queue_id

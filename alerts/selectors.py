@@ -5,15 +5,33 @@ Every function returns model instances or plain dicts and never writes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from django.core.exceptions import ObjectDoesNotExist
 from django.db import connection
 from django.db.models import Count, Q, QuerySet
-from django.utils import timezone
 
-from .models import ACTIVE_STATES, Alert, AlertEvent, AlertState, Evaluation, Silence
+from core import clock
+
+from .acks import serialize_triage
+from .attribution import alert_hurts
+from .models import (
+    ACTIVE_STATES,
+    Alert,
+    AlertAudit,
+    AlertEvent,
+    AlertState,
+    AlertTriage,
+    Evaluation,
+    Silence,
+)
+from .severity import Severity
 from .silences import matches_all, parse_matchers
+
+HURT_FIELDS = ("namespace", "run", "queue", "cluster_queue", "team", "gpus", "nodes", "gpu_hours",
+               "text")  # fmt: skip
 
 
 def firing_alerts(*, include_muted: bool = True) -> QuerySet[Alert]:
@@ -41,24 +59,69 @@ def alerts(
     return list(qs.order_by("-pending_since", "-id")[:limit])
 
 
+def alert_query(
+    *,
+    state: str | None = None,
+    severity: str | None = None,
+    rule: str | None = None,
+    labels: dict[str, str] | None = None,
+    search: str | None = None,
+) -> QuerySet[Alert]:
+    """Alerts for the alerts page, newest first: ``state`` is a tab (``firing``: firing and not
+    muted; ``silenced``: firing and silenced or inhibited; ``pending``, ``resolved``), ``labels``
+    exact label values (team, namespace, pool…), ``search`` a substring of node, rule or summary."""
+    qs = Alert.objects.exclude(state=AlertState.INACTIVE)
+    muted = Q(silenced=True) | Q(inhibited=True)
+    if state == "firing":
+        qs = qs.filter(state=AlertState.FIRING).exclude(muted)
+    elif state == "silenced":
+        qs = qs.filter(muted, state=AlertState.FIRING)
+    elif state:
+        qs = qs.filter(state=state)
+    if severity:
+        qs = qs.filter(severity=severity)
+    if rule:
+        qs = qs.filter(rule=rule)
+    for name, value in (labels or {}).items():
+        qs = qs.filter(**{f"labels__{name}": value})
+    if search:
+        qs = qs.filter(
+            Q(node__icontains=search) | Q(rule__icontains=search) | Q(summary__icontains=search)
+        )
+    return qs.select_related("triage__acked_by", "triage__assignee").order_by(
+        "-pending_since", "-id"
+    )
+
+
+def alert_with_history(alert_id: int) -> tuple[Alert, list[AlertEvent], list[AlertAudit]] | None:
+    """One alert with its transitions (oldest first) and its audit trail (newest first)."""
+    alert = (
+        Alert.objects.select_related("triage__acked_by", "triage__assignee", "silenced_by")
+        .filter(pk=alert_id)
+        .first()
+    )
+    if alert is None:
+        return None
+    audit = list(AlertAudit.objects.filter(alert_ref=alert_id).select_related("user"))
+    return alert, alert_history(alert_id), audit
+
+
 def _overlapping(qs: QuerySet[Alert], start: datetime, end: datetime) -> QuerySet[Alert]:
     return qs.filter(pending_since__lte=end).filter(
         Q(resolved_at__isnull=True) | Q(resolved_at__gte=start)
     )
 
 
-def alerts_for_node(name: str, start: datetime, end: datetime) -> list[Alert]:
-    """Alerts of one node (pending, firing or resolved) whose lifetime overlaps [start, end], oldest first."""
-    qs = Alert.objects.filter(node=name).exclude(state=AlertState.INACTIVE)
-    return list(_overlapping(qs, start, end).order_by("pending_since", "id"))
+def alerts_for_run(
+    nodes: Sequence[str], start: datetime, end: datetime, limit: int = 500
+) -> list[Alert]:
+    """Alerts on any of a run's nodes whose lifetime overlaps [start, end], oldest first.
 
-
-def alerts_for_run(namespace: str, run: str, start: datetime, end: datetime) -> list[Alert]:
-    """Alerts labelled with a run (drift, stragglers, stale checkpoints) overlapping [start, end]."""
-    qs = Alert.objects.filter(labels__namespace=namespace, labels__run=run).exclude(
-        state=AlertState.INACTIVE
-    )
-    return list(_overlapping(qs, start, end).order_by("pending_since", "id"))
+    Pending, firing and resolved ones; never the inactive ones (a pending blip that never
+    fired is no alert: drawn, it would last to the end of the run, for it has no resolved_at).
+    """
+    qs = Alert.objects.filter(node__in=list(nodes)).exclude(state=AlertState.INACTIVE)
+    return list(_overlapping(qs, start, end).order_by("pending_since", "id")[:limit])
 
 
 def alert_counts_by_state() -> dict[str, int]:
@@ -83,7 +146,7 @@ def alert_counts_by_state() -> dict[str, int]:
 
 def firing_counts_by_severity() -> dict[str, int]:
     """Firing alerts per severity (critical, warning, info), muted ones excluded."""
-    counts = {"critical": 0, "warning": 0, "info": 0}
+    counts = dict.fromkeys(Severity.values, 0)
     # firing_alerts() is ordered by firing_at: without order_by() each start time is its own group.
     rows = firing_alerts(include_muted=False).order_by().values("severity")
     for row in rows.annotate(n=Count("id")):
@@ -91,21 +154,11 @@ def firing_counts_by_severity() -> dict[str, int]:
     return counts
 
 
-def alert_history(alert_id: int) -> list[AlertEvent]:
-    """The transitions of one alert, oldest first."""
-    return list(AlertEvent.objects.filter(alert_id=alert_id).order_by("ts", "id"))
-
-
-def last_evaluation() -> Evaluation | None:
-    """The most recent evaluation (when, how long, what changed), if any."""
-    return Evaluation.objects.order_by("-firing_at").first()
-
-
 def silences(*, include_expired: bool = True) -> list[Silence]:
     """Silences, newest first; expired ones (kept 5 days) only with ``include_expired``."""
     qs = Silence.objects.select_related("created_by").order_by("-starts_at", "-id")
     if not include_expired:
-        qs = qs.filter(Q(ends_at__isnull=True) | Q(ends_at__gt=timezone.now()))
+        qs = qs.filter(Q(ends_at__isnull=True) | Q(ends_at__gt=clock.now()))
     return list(qs)
 
 
@@ -137,12 +190,21 @@ def serialize_alert(alert: Alert) -> dict[str, Any]:
         "summary": alert.summary,
         "silenced": alert.silenced,
         "inhibited": alert.inhibited,
+        **serialize_triage(_triage(alert)),
+        "hurts": [{k: run.get(k) for k in HURT_FIELDS} for run in alert_hurts(alert)],
     }
+
+
+def _triage(alert: Alert) -> AlertTriage | None:
+    try:
+        return alert.triage
+    except ObjectDoesNotExist:
+        return None
 
 
 def serialize_silence(silence: Silence) -> dict[str, Any]:
     """The API shape of a silence."""
-    now = timezone.now()
+    now = clock.now()
     state = (
         "active" if silence.is_active(now) else "pending" if silence.starts_at > now else "expired"
     )
@@ -160,11 +222,17 @@ def serialize_silence(silence: Silence) -> dict[str, Any]:
 
 def change_marker() -> str:
     """A value that changes whenever an alert, a silence or an evaluation does (a cache key part)."""
-    tables = {model: model._meta.db_table for model in (Alert, Silence, Evaluation)}
+    tables = {model: model._meta.db_table for model in (Alert, Silence, Evaluation, AlertAudit)}
     with connection.cursor() as cursor:  # one round trip: this runs on every overview request
         cursor.execute(
             f"SELECT (SELECT max(updated_at)::text || count(*) FROM {tables[Alert]}), "
             f"(SELECT max(greatest(created_at, expired_at))::text || count(*) FROM {tables[Silence]}), "
-            f"(SELECT max(started_at)::text FROM {tables[Evaluation]})"
+            f"(SELECT max(started_at)::text FROM {tables[Evaluation]}), "
+            f"(SELECT max(ts)::text FROM {tables[AlertAudit]})"
         )
         return "|".join(map(str, cursor.fetchone()))
+
+
+def alert_history(alert_id: int) -> list[AlertEvent]:
+    """The transitions of one alert, oldest first."""
+    return list(AlertEvent.objects.filter(alert_id=alert_id).order_by("ts", "id"))

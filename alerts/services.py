@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from . import inputs
+from . import attribution, inputs, overrides
 from .events import alerts_changed
 from .lifecycle import Decision, Finding, Tracked, decide, finding_for
 from .models import (
@@ -119,9 +119,15 @@ def load_rule_settings() -> dict[str, RuleSettings]:
 
 
 def compute_findings(
-    data: EvaluationData, rule_settings: dict[str, RuleSettings]
+    data: EvaluationData,
+    rule_settings: dict[str, RuleSettings],
+    rule_variants: dict[str, list[overrides.Variant]] | None = None,
 ) -> tuple[dict[str, Finding], dict[str, float]]:
-    """Run every enabled rule (pure): findings by fingerprint, and seconds spent per rule."""
+    """Run every enabled rule (pure): findings by fingerprint, and seconds spent per rule.
+
+    ``rule_variants``: per rule with per-pool / per-GPU-model overrides, the settings to run it
+    with and the nodes each judges (``alerts.overrides``).
+    """
     findings: dict[str, Finding] = {}
     timings: dict[str, float] = {}
     for rule_id, rule in REGISTRY.items():
@@ -131,13 +137,19 @@ def compute_findings(
         started = time.perf_counter()
         as_of = rule.as_of(data)
         current = []
-        for signal in rule.signals(data, rs):
-            finding = finding_for(
-                rule_id, signal, as_of, rs.for_seconds, rs.keep_firing_for_seconds
-            )
-            if finding is not None:
-                findings[fingerprint(rule_id, signal.labels)] = finding
-                current.append(finding)
+        runs = (rule_variants or {}).get(rule_id) or [overrides.Variant(rs, None)]
+        overridden = overrides.overridden_nodes(runs)
+        for variant in runs:
+            vs = variant.settings
+            for signal in rule.signals(data, vs):
+                if not variant.keeps(signal, overridden):
+                    continue
+                finding = finding_for(
+                    rule_id, signal, as_of, vs.for_seconds, vs.keep_firing_for_seconds
+                )
+                if finding is not None:
+                    findings[fingerprint(rule_id, signal.labels)] = finding
+                    current.append(finding)
         data.current[rule_id] = current
         timings[rule_id] = time.perf_counter() - started
     return findings, timings
@@ -169,16 +181,35 @@ def evaluate(trigger: str = "manual", now: float | None = None) -> EvaluationRes
         ensure_rule_configs()
         rule_settings = load_rule_settings()
         last = Evaluation.objects.order_by("-started_at").values_list("as_of", flat=True).first()
-        data = inputs.fetch(rule_settings, now=now, previous=last or {})
+        stored_overrides = overrides.load(rule_settings)
+        rule_variants = (
+            overrides.variants(rule_settings, stored_overrides, overrides.node_dimensions())
+            if stored_overrides
+            else {}
+        )
+        data = inputs.fetch(
+            rule_settings, now=now, previous=last or {},
+            extra=overrides.extra_settings(rule_variants),
+        )  # fmt: skip
         timings["fetch"] = time.perf_counter() - started
         timings["queries"] = dict(inputs.LAST_TIMINGS)
         mark = time.perf_counter()
-        findings, timings["rules"] = compute_findings(data, rule_settings)
+        findings, timings["rules"] = compute_findings(data, rule_settings, rule_variants)
         timings["compute"] = time.perf_counter() - mark
         mark = time.perf_counter()
         active = {a.fingerprint: a for a in Alert.objects.filter(state__in=ACTIVE_STATES)}
         walk_back(findings, set(active), rule_settings, data, fingerprint, previous=last or {})
         timings["since"] = time.perf_counter() - mark
+        mark = time.perf_counter()
+        # Labels are (re)computed where they are written: new alerts and pending ones.
+        unsettled = [
+            fp
+            for fp, finding in findings.items()
+            if finding.state in ACTIVE_STATES
+            and (fp not in active or active[fp].state == AlertState.PENDING)
+        ]
+        attribution.attribute(findings, unsettled, data.max_gap)
+        timings["attribution"] = time.perf_counter() - mark
         mark = time.perf_counter()
         wall = timezone.now()
         result = _apply(findings, active, rule_settings, data, wall)

@@ -106,16 +106,6 @@ def matches_all(matchers: Iterable[Matcher], labels: Mapping[str, str]) -> bool:
     return all(m.matches(labels) for m in matchers)
 
 
-def describe_matchers(raw: Any) -> str:
-    """``{node="gpu-001", alertname=~"ib_.*"}``, for lists and the admin."""
-    if not isinstance(raw, list):
-        return "{}"
-    parts = [
-        f'{m.get("name")}{m.get("op", "=")}"{m.get("value")}"' for m in raw if isinstance(m, dict)
-    ]
-    return "{" + ", ".join(parts) + "}"
-
-
 def node_matchers(node: str) -> list[dict[str, str]]:
     """The matchers of a "silence this node" silence."""
     return [{"name": "node", "op": "=", "value": node}]

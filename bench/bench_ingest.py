@@ -131,10 +131,10 @@ def raw_copy() -> float:
     """Read the stored rows back, empty the tables, time a plain binary COPY of them back in."""
     from django.db import connection, transaction
 
-    from ingest.store import GPU_TABLE, IB_TABLE, copy_rows
+    from ingest.store import GPU_SAMPLE_TABLE, IB_TABLE, copy_rows
 
     tables = {}
-    for table in (GPU_TABLE, IB_TABLE):
+    for table in (GPU_SAMPLE_TABLE, IB_TABLE):
         with connection.cursor() as cursor:
             cursor.execute(f"SELECT {', '.join(table.columns)} FROM {table.name} ORDER BY ts")
             tables[table] = cursor.fetchall()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
@@ -81,6 +82,15 @@ def env_float(name: str, default: float, minimum: float | None = None) -> float:
     return number
 
 
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    """A setting that must be one of ``choices`` (compared lower-cased)."""
+    value = env_str(name, default).lower()
+    if value not in choices:
+        _fail(name, value, f"expected one of {', '.join(choices)}")
+        return default
+    return value
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     """A comma-separated list setting."""
     value = _raw(name)
@@ -101,6 +111,26 @@ def env_mapping(name: str, default: dict[str, str]) -> dict[str, str]:
             _fail(name, value, "expected Key=value pairs separated by commas")
             return dict(default)
         mapping[key.strip()] = item.strip()
+    return mapping
+
+
+_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+def env_namespace_teams(name: str, default: dict[str, str]) -> dict[str, str]:
+    """``namespace=team`` pairs separated by commas, e.g. ``llm-pretrain=ml-infra,vision=cv``.
+
+    Namespaces must be Kubernetes namespace names (RFC 1123 labels); a team is any
+    non-empty text without ``,`` or ``=`` (at most 128 characters).
+    """
+    mapping = env_mapping(name, default)
+    for namespace, team in mapping.items():
+        if not _NAMESPACE.fullmatch(namespace):
+            _fail(name, _raw(name) or "", f"{namespace!r} is not a Kubernetes namespace name")
+            return dict(default)
+        if not team or len(team) > 128:
+            _fail(name, _raw(name) or "", f"{namespace!r}: expected a team of 1..128 characters")
+            return dict(default)
     return mapping
 
 
@@ -133,6 +163,26 @@ def env_url(name: str, default: str, schemes: tuple[str, ...]) -> str:
     except ValueError:
         _fail(name, value, "the port is not a number between 0 and 65535")
         return default
+    return value
+
+
+def env_secret_url(name: str, schemes: tuple[str, ...] = ("https", "http")) -> str:
+    """An optional URL that is itself a secret (a heartbeat or webhook URL): "" when unset.
+
+    A bad value is reported by its scheme and host only, never in full.
+    """
+    value = env_str(name, "")
+    if not value:
+        return ""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - validates the port number
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in schemes or not parts.hostname:
+        shape = f"{parts.scheme}://{parts.hostname or ''}/…" if parts else "(unparseable)"
+        ERRORS.append(f"{name}={shape}: expected a URL like {schemes[0]}://host/path")
+        return ""
     return value
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 from pathlib import Path
+from typing import Any
 
 from kombu import Queue
 
@@ -67,6 +68,12 @@ if PROMETHEUS_FLAVOR not in {"auto", "prometheus", "victoriametrics"}:
         f"PROMETHEUS_FLAVOR={PROMETHEUS_FLAVOR!r}: expected auto, prometheus or victoriametrics"
     )
     PROMETHEUS_FLAVOR = "auto"
+# How PrometheusClient.read_raw reads raw samples: "remote_read" (POST /api/v1/read,
+# protobuf chunks: no PromQL evaluation, no JSON), "range_selector" (an instant query of
+# selector[range]) or "auto" (remote read where the flavour has it, docs/scaling.md).
+PROMETHEUS_READ_PATH = env.env_choice(
+    "PROMETHEUS_READ_PATH", "auto", ("auto", "remote_read", "range_selector")
+)
 # Queries in flight at once per process (a semaphore in PrometheusClient); 0 = no limit.
 PROMETHEUS_MAX_CONCURRENCY = env.env_int("PROMETHEUS_MAX_CONCURRENCY", 8, minimum=0)
 HTTP_TIMEOUT_SECONDS = env.env_float("HTTP_TIMEOUT_SECONDS", 10.0, minimum=0.1)
@@ -79,6 +86,10 @@ INGEST_NODE_LABELS = env.env_list(
 )
 INGEST_STEP_SECONDS = env.env_int("INGEST_STEP_SECONDS", INGEST_INTERVAL_SECONDS, minimum=1)
 INGEST_SETTLE_SECONDS = env.env_int("INGEST_SETTLE_SECONDS", 30, minimum=0)
+# The longest scrape interval expected of an exporter (ingest.sampling, docs/scaling.md).
+INGEST_MAX_SCRAPE_INTERVAL_SECONDS = env.env_int(
+    "INGEST_MAX_SCRAPE_INTERVAL_SECONDS", 120, minimum=1
+)
 INGEST_INITIAL_LOOKBACK_SECONDS = env.env_int("INGEST_INITIAL_LOOKBACK_SECONDS", 3600, minimum=0)
 INGEST_PROMETHEUS_RETENTION_DAYS = env.env_int("INGEST_PROMETHEUS_RETENTION_DAYS", 15, minimum=1)
 INGEST_CHUNK_STEPS = env.env_int("INGEST_CHUNK_STEPS", 120, minimum=1)
@@ -94,6 +105,8 @@ INGEST_COMPACTION_BUDGET_SECONDS = env.env_int("INGEST_COMPACTION_BUDGET_SECONDS
 INGEST_COMPACTION_INTERVAL_SECONDS = env.env_int(
     "INGEST_COMPACTION_INTERVAL_SECONDS", 600, minimum=60
 )
+# The node page's hourly node tiles (as big as 2/3 of the rollups); older windows read the rollups.
+INGEST_NODE_TILE_RETENTION_DAYS = env.env_int("INGEST_NODE_TILE_RETENTION_DAYS", 14, minimum=1)
 INGEST_MAX_LAG_SECONDS = env.env_int("INGEST_MAX_LAG_SECONDS", 300, minimum=1)
 INGEST_DCGM_DIALECT = env.env_str("INGEST_DCGM_DIALECT", "auto")
 if INGEST_DCGM_DIALECT not in {"auto", "current", "legacy"}:
@@ -108,13 +121,16 @@ if INGEST_IB_DIALECT not in {"auto", "node_exporter", "treydock"}:
     )
     INGEST_IB_DIALECT = "auto"
 INGEST_AFTER_COMMIT_HOOKS = env.env_list(
-    "INGEST_AFTER_COMMIT_HOOKS", ["alerts.hooks.on_ingest_committed", "dashboard.api.cache.warm"]
+    "INGEST_AFTER_COMMIT_HOOKS", ["alerts.hooks.on_ingest_committed", "dashboard.api.builders.warm"]
 )
 # The overview is cached until the next ingest commit or alert change, and at most this long
 # (what only the clock changes: ingest lag, missing nodes). 0: built on every request.
 DASHBOARD_OVERVIEW_REFRESH_SECONDS = env.env_int(
     "DASHBOARD_OVERVIEW_REFRESH_SECONDS", 15, minimum=0
 )
+# Node pages read 5-minute columns from the hourly node tiles; off: from the rollups the
+# tiles copy (same values, slower; bench_load's reference figure).
+DASHBOARD_NODE_TILES = env.env_bool("DASHBOARD_NODE_TILES", True)
 try:
     INGEST_PROMQL_OVERRIDES = json.loads(env.env_str("INGEST_PROMQL_OVERRIDES", "{}") or "{}")
     assert isinstance(INGEST_PROMQL_OVERRIDES, dict)
@@ -123,8 +139,6 @@ except (ValueError, AssertionError):
         "INGEST_PROMQL_OVERRIDES: expected a JSON object of family.dialect.name -> PromQL"
     )
     INGEST_PROMQL_OVERRIDES = {}
-# Test-only: seconds to sleep after each committed chunk (lets a test kill a worker mid-cycle).
-INGEST_CHUNK_PAUSE_SECONDS = env.env_float("INGEST_CHUNK_PAUSE_SECONDS", 0.0, minimum=0.0)
 # Node pool from taints: taint key (or key=value) -> pool; "" means the taint's value names it.
 INGEST_POOL_TAINTS = env.env_json_object(
     "INGEST_POOL_TAINTS",
@@ -216,6 +230,13 @@ ALERTS_EVALUATE_ON_INGEST = env.env_bool("ALERTS_EVALUATE_ON_INGEST", True)
 ALERTS_EVALUATION_INTERVAL_SECONDS = env.env_int(
     "ALERTS_EVALUATION_INTERVAL_SECONDS", 60, minimum=5
 )
+# The dead man's switch (alerts.watchdog): the watchdog alert fires while the newest evaluation
+# is younger than this; HEARTBEAT_URL (a secret) is fetched after each successful evaluation.
+ALERTS_WATCHDOG_MAX_AGE_SECONDS = env.env_int(
+    "ALERTS_WATCHDOG_MAX_AGE_SECONDS", 3 * ALERTS_EVALUATION_INTERVAL_SECONDS, minimum=1
+)
+HEARTBEAT_URL = env.env_secret_url("HEARTBEAT_URL")
+HEARTBEAT_TIMEOUT_SECONDS = env.env_float("HEARTBEAT_TIMEOUT_SECONDS", 10.0, minimum=0.1)
 ALERTS_EVALUATION_RETENTION_SECONDS = env.env_int(
     "ALERTS_EVALUATION_RETENTION_SECONDS", 2 * 86400, minimum=0
 )
@@ -226,6 +247,9 @@ if ALERTS_SILENCE_TOKEN_SCOPE not in {"read", "checkpoints", "create_runs"}:
         "expected read, checkpoints or create_runs"
     )
     ALERTS_SILENCE_TOKEN_SCOPE = "create_runs"
+# namespace → team: node alerts hurting a run in the namespace carry team=<team> (the admin's
+# "namespace teams" win over it).
+ALERTS_NAMESPACE_TEAMS = env.env_namespace_teams("ALERTS_NAMESPACE_TEAMS", {})
 
 INSTALLED_APPS = [
     "daphne",
@@ -289,7 +313,7 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {
+DATABASES: dict[str, dict[str, Any]] = {
     "default": {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": DATABASE_URL.name,
@@ -418,9 +442,11 @@ AUTH_PASSWORD_VALIDATORS = [
 STATIC_URL = "/static/"
 STATIC_ROOT = Path(env.env_str("STATIC_ROOT", str(BASE_DIR / "var" / "staticfiles")))
 # plotly.js is served from our own static files: the copy shipped inside the plotly package.
+_PLOTLY = importlib.util.find_spec("plotly")
+assert _PLOTLY is not None and _PLOTLY.origin, "plotly is missing: pip install -r requirements.lock"
 STATICFILES_DIRS = [
     BASE_DIR / "static",
-    ("vendor/plotly", Path(importlib.util.find_spec("plotly").origin).parent / "package_data"),
+    ("vendor/plotly", Path(_PLOTLY.origin).parent / "package_data"),
 ]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -437,6 +463,9 @@ SECURE_HSTS_SECONDS = 31536000 if SECURE_HTTPS else 0
 SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HTTPS
 SECURE_HSTS_PRELOAD = SECURE_HTTPS
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if SECURE_HTTPS else None
+# Kubelet probes and Prometheus scrapes reach the pod over plain HTTP, without the proxy's header:
+# answer them there instead of redirecting them to https:// (which a probe would count as success).
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True

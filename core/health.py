@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -77,7 +78,16 @@ def check_prometheus() -> ComponentStatus:
     return _timed("prometheus", probe)
 
 
-def readiness() -> tuple[bool, list[dict[str, Any]]]:
-    """Run every configured check; ready only if all are ok."""
-    statuses = [import_string(path)() for path in settings.READINESS_CHECKS]
+def check_names() -> dict[str, str]:
+    """Each configured check by its short name (``core.health.check_redis`` → ``redis``)."""
+    return {
+        path.rsplit(".", 1)[-1].removeprefix("check_"): path for path in settings.READINESS_CHECKS
+    }
+
+
+def readiness(only: Iterable[str] | None = None) -> tuple[bool, list[dict[str, Any]]]:
+    """Run every configured check (or those named in ``only``); ready only if all are ok."""
+    names = check_names()
+    paths = list(names.values()) if only is None else [names[name] for name in only]
+    statuses = [import_string(path)() for path in paths]
     return all(status.ok for status in statuses), [asdict(status) for status in statuses]

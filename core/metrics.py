@@ -10,15 +10,17 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from typing import Any
 
 import redis
 from celery.signals import task_failure, task_retry, task_success
 from django.conf import settings
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from django.urls import Resolver404, resolve
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 log = logging.getLogger(__name__)
@@ -111,6 +113,44 @@ class TaskOutcomeCollector(Collector):
 
 
 REGISTRY.register(TaskOutcomeCollector())
+HEARTBEAT = "clusterwatch_worker_heartbeat_timestamp_seconds"
+HEARTBEAT_HELP = (
+    "Unix time of the newest worker heartbeat (beat sends it, a `celery` queue worker writes it)."
+)
+
+
+def timestamp_gauge(name: str, help_text: str, newest: Callable[[], datetime | None]) -> Metric:
+    """A gauge of the Unix time ``newest()`` reads at scrape time (no sample: none, or no database)."""
+    gauge = GaugeMetricFamily(name, help_text)
+    try:
+        moment = newest()
+    except DatabaseError as exc:  # a scrape must not fail because the database is down
+        log.warning("could not read %s: %s", name, exc)
+        return gauge
+    if moment is not None:
+        gauge.add_metric([], moment.timestamp())
+    return gauge
+
+
+class HeartbeatCollector(Collector):
+    """Exports the newest WorkerHeartbeat: stale when beat or the `celery` queue's worker is gone."""
+
+    def describe(self) -> Iterable[Metric]:
+        """The metric name, without reading Postgres (called at registration)."""
+        yield GaugeMetricFamily(HEARTBEAT, HEARTBEAT_HELP)
+
+    def collect(self) -> Iterable[Metric]:
+        from django.db.models import Max
+
+        from .models import WorkerHeartbeat
+
+        def newest() -> datetime | None:
+            return WorkerHeartbeat.objects.aggregate(newest=Max("seen_at"))["newest"]
+
+        yield timestamp_gauge(HEARTBEAT, HEARTBEAT_HELP, newest)
+
+
+REGISTRY.register(HeartbeatCollector())
 
 
 def register_collector(collector: Collector) -> None:

@@ -17,15 +17,6 @@ def hash_token(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
-class APITokenQuerySet(models.QuerySet["APIToken"]):
-    def usable(self) -> APITokenQuerySet:
-        """Tokens neither revoked nor expired."""
-        now = timezone.now()
-        return self.filter(revoked_at__isnull=True).filter(
-            models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=now)
-        )
-
-
 class APIToken(models.Model):
     """A bearer token for scripts and training jobs; only its hash is stored."""
 
@@ -45,8 +36,6 @@ class APIToken(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
-
-    objects = APITokenQuerySet.as_manager()
 
     class Meta:
         verbose_name = "API token"

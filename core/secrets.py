@@ -42,3 +42,18 @@ def mask(secret: str, shown: int = 4) -> str:
         return ""
     tail = secret[-shown:] if len(secret) >= 4 * shown else ""
     return f"{MASK}{tail}"
+
+
+def url_shape(url: str) -> str:
+    """``https://hc-ping.com/…9f3c``: scheme and host only, for URLs whose path is the secret.
+
+    A heartbeat (healthchecks-style) or incoming-webhook URL carries its token in the path,
+    so :func:`redact_url` is not enough; this keeps only enough to recognise it.
+    """
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return MASK
+    return f"{parts.scheme}://{host}{port}/…{url[-4:]}" if len(url) >= 16 else MASK

@@ -120,7 +120,7 @@ class ThrottleMixin:
         if wait is not None:
             raise forms.ValidationError(THROTTLED, code="throttled", params={"seconds": wait})
         try:
-            return super().clean()  # type: ignore[misc]
+            return super().clean()
         except forms.ValidationError as exc:
             if exc.code == "invalid_login":
                 record_login_failure(username, address)

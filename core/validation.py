@@ -22,7 +22,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.http import HttpRequest, JsonResponse
-from django.utils import timezone
+
+from core import clock
 
 DATA_EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
 DATA_MAX_FUTURE = timedelta(days=1)
@@ -88,7 +89,7 @@ def check_time(
     """``moment`` (aware) within earliest .. now + max_future, returned in UTC."""
     if moment.tzinfo is None:
         raise InputError(field, "needs a time zone (e.g. 2026-01-31T12:00:00Z)")
-    latest = (now or timezone.now()) + max_future
+    latest = (now or clock.now()) + max_future
     # Compared before any conversion: year 1 with +01:00 is not representable in UTC.
     if moment < earliest or moment > latest:
         raise InputError(

@@ -11,7 +11,7 @@ from django.views import csrf
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from .health import readiness
+from .health import check_names, readiness
 from .metrics import REGISTRY
 
 
@@ -23,8 +23,23 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 @require_GET
 def readyz(request: HttpRequest) -> JsonResponse:
-    """Every dependency is reachable: 200, else 503 with the failing ones."""
-    ready, components = readiness()
+    """Every dependency is reachable: 200, else 503 with the failing ones.
+
+    ``?only=postgres,redis`` runs only those checks (names: ``check_names``): what a web
+    pod needs to serve, so a Prometheus outage does not take the dashboard out of its Service.
+    """
+    only = [n for n in request.GET.get("only", "").split(",") if n] or None
+    unknown = sorted(set(only or ()) - set(check_names()))
+    if unknown:
+        known = ", ".join(sorted(check_names()))
+        return JsonResponse(
+            {
+                "error": "bad_parameter",
+                "detail": f"only: unknown check {unknown[0]!r} (known: {known})",
+            },
+            status=400,
+        )
+    ready, components = readiness(only)
     body = {"status": "ready" if ready else "not ready", "components": components}
     return JsonResponse(body, status=200 if ready else 503)
 

@@ -118,9 +118,15 @@ def _pools_layout() -> go.Figure:
 
 
 def pools(times: Sequence[datetime], counts: dict[str, list[int]]) -> Figure:
-    """Nodes per pool over time (step lines), so capacity flips show."""
+    """Nodes per pool over time (step lines), so capacity flips show; None (no data) is a gap."""
     traces = [
-        _scatter(times, values, label(pool), line={"shape": "hv", "color": POOL_COLOURS.get(pool)})
+        _scatter(
+            times,
+            values,
+            label(pool),
+            connectgaps=False,
+            line={"shape": "hv", "color": POOL_COLOURS.get(pool)},
+        )  # fmt: skip
         for pool, values in counts.items()
     ]
     return _figure("pools", traces)

@@ -6,26 +6,22 @@ from datetime import timedelta
 
 from django.db import models
 
-from ingest.heatmap_metrics import DRIFTED, HEATMAP_METRICS
-
-
-class HeatmapMetric(models.TextChoices):
-    """Metric ids of the fabric heatmap (the ids of ``ingest.selectors.heatmap``)."""
-
-    IB_TX = "ib_tx", "IB transmit throughput"
-    IB_RX = "ib_rx", "IB receive throughput"
-    IB_XMIT_WAIT = "ib_xmit_wait", "IB xmit_wait"
-    IB_ERRORS = "ib_errors", "IB error increases"
-    IB_STATE = "ib_state", "IB active ports"
-    NVLINK_BW = "nvlink_bw", "NVLink bandwidth"
-    NVLINK_ERRORS = "nvlink_errors", "NVLink errors"
-    GPU_UTIL = "gpu_util", "GPU util (reported)"
-    TENSOR_ACTIVE = "tensor_active", "Tensor active (real)"
-    DRIFT = "drift", "Drift (util − tensor)"
-
+from ingest.heatmap_metrics import HEATMAP_METRICS
 
 #: Metrics read from the InfiniBand family (the rest come from dcgm-exporter).
 IB_METRICS = frozenset(m for m, spec in HEATMAP_METRICS.items() if spec.family == "ib")
+#: (id, label) of every heatmap metric, the fabric's IB metrics first, as ingest defines them.
+HEATMAP_METRIC_CHOICES: list[tuple[str, str]] = [
+    (metric, spec.label)
+    for metric, spec in sorted(HEATMAP_METRICS.items(), key=lambda item: item[0] not in IB_METRICS)
+]
+HEATMAP_METRIC_IDS = [metric for metric, _ in HEATMAP_METRIC_CHOICES]
+#: The rails view: one cell per HCA port, so IB metrics only.
+IB_METRIC_CHOICES = [choice for choice in HEATMAP_METRIC_CHOICES if choice[0] in IB_METRICS]
+#: What the heatmap and the rails view show when no metric is asked for.
+DEFAULT_HEATMAP_METRIC = "ib_tx"
+DEFAULT_RAILS_METRIC = "ib_errors"
+assert {DEFAULT_HEATMAP_METRIC, DEFAULT_RAILS_METRIC} <= IB_METRICS
 
 
 class HeatmapSort(models.TextChoices):
@@ -72,7 +68,5 @@ class NodeState(models.TextChoices):
     MISSING = "missing", "Missing"
 
 
-#: When a GPU's 5-minute bucket counts as drifted; ingest counts them per node with these.
-DRIFT = DRIFTED
 #: A node not seen for this long is "missing".
 MISSING_AFTER = timedelta(minutes=5)

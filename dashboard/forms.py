@@ -7,17 +7,20 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django import forms
-from django.utils import timezone
 
+from core import clock
 from core.validation import InputError, check_time
 
 from .choices import (
+    DEFAULT_HEATMAP_METRIC,
+    DEFAULT_RAILS_METRIC,
+    HEATMAP_METRIC_CHOICES,
+    IB_METRIC_CHOICES,
     MAX_COLUMNS,
     MAX_SPAN,
     NICE_STEPS,
     PIXELS_PER_COLUMN,
     WINDOW_SPANS,
-    HeatmapMetric,
     HeatmapSort,
     Window,
 )
@@ -82,7 +85,7 @@ class RangeForm(forms.Form):
         return bounded_time(self, "end")
 
     def clean(self) -> dict[str, object]:
-        data = super().clean()
+        data = super().clean() or {}
         start, end = data.get("start"), data.get("end")
         if (start is None) != (end is None) and not self.errors:
             missing = "end" if end is None else "start"
@@ -108,18 +111,18 @@ class RangeForm(forms.Form):
             return TimeRange(start, end, step)
         span = WINDOW_SPANS[data.get("window") or self.default_window]
         step = capped_step(span, data.get("step") or step_for(span, width))
-        end = align_up(timezone.now(), step)
+        end = align_up(clock.now(), step)
         return TimeRange(end - span, end, step)
 
 
 class HeatmapForm(RangeForm):
     """``/api/v1/heatmap`` and ``/fabric/``: metric, range, row order."""
 
-    metric = forms.ChoiceField(choices=HeatmapMetric.choices, required=False)
+    metric = forms.ChoiceField(choices=HEATMAP_METRIC_CHOICES, required=False)
     sort = forms.ChoiceField(choices=HeatmapSort.choices, required=False)
 
     def clean_metric(self) -> str:
-        return self.cleaned_data.get("metric") or HeatmapMetric.IB_TX
+        return self.cleaned_data.get("metric") or DEFAULT_HEATMAP_METRIC
 
     def clean_sort(self) -> str:
         return self.cleaned_data.get("sort") or HeatmapSort.NAME
@@ -128,10 +131,10 @@ class HeatmapForm(RangeForm):
 class RailsForm(RangeForm):
     """``/api/v1/rails``: nodes × HCA ports for a window."""
 
-    metric = forms.ChoiceField(choices=HeatmapMetric.choices[:5], required=False)
+    metric = forms.ChoiceField(choices=IB_METRIC_CHOICES, required=False)
 
     def clean_metric(self) -> str:
-        return self.cleaned_data.get("metric") or HeatmapMetric.IB_ERRORS
+        return self.cleaned_data.get("metric") or DEFAULT_RAILS_METRIC
 
 
 class NodeForm(RangeForm):
@@ -155,11 +158,34 @@ class NodeForm(RangeForm):
 
 
 class AlertFilterForm(forms.Form):
-    """Alerts page filters: state, severity, free-text node/rule search."""
+    """Alerts page filters: state, severity, rule, team / namespace / pool labels, free-text
+    node/rule search, and the page number."""
 
     state = forms.CharField(required=False, max_length=32)
     severity = forms.CharField(required=False, max_length=32)
+    rule = forms.CharField(required=False, max_length=64)
+    team = forms.CharField(required=False, max_length=128)
+    namespace = forms.CharField(required=False, max_length=253)
+    pool = forms.CharField(required=False, max_length=253)
     q = forms.CharField(required=False, max_length=253)
+    page = forms.IntegerField(required=False, min_value=1, max_value=10**6)
+
+    def query_without_page(self) -> str:
+        """The filters as a query string, for the pager's links."""
+        from urllib.parse import urlencode
+
+        values = self.cleaned_data if self.is_valid() else {}
+        return urlencode({k: v for k, v in values.items() if v and k != "page"})
+
+
+class TriageForm(forms.Form):
+    """Acknowledge, un-acknowledge or assign an alert from the alerts pages."""
+
+    action = forms.ChoiceField(choices=[("ack", "ack"), ("unack", "unack"), ("assign", "assign")])
+    comment = forms.CharField(required=False, max_length=2000)
+    until = forms.DateTimeField(required=False)
+    assignee = forms.CharField(required=False, max_length=150)
+    next = forms.CharField(required=False, max_length=2000)
 
 
 def first_error(form: forms.Form) -> tuple[str, str]:

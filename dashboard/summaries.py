@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,17 +37,21 @@ def node_states(firing: list[dict[str, Any]] | None = None) -> dict[str, Any]:
 
 @dataclass
 class Utilization:
-    """Reported vs real utilization per pool and cluster-wide, and GPU-hours lost to drift."""
+    """Reported vs real utilization per pool and cluster-wide, and GPU-hours with idle tensor cores.
+
+    ``idle_tensor_gpu_hours``: 5-minute GPU buckets busy by util with idle tensor cores
+    (``ingest.drift.IDLE_TENSOR_BUCKET``), not the gpu_tensor_drift rule's sustained condition.
+    """
 
     start: datetime
     end: datetime
     step: int
     times: list[datetime]
     series: dict[str, tuple[list[float | None], list[float | None]]]
-    drift_gpu_hours: dict[str, float]
+    idle_tensor_gpu_hours: dict[str, float]
 
 
-def _ratio(total: float, count: int) -> float | None:
+def _ratio(total: float, count: float) -> float | None:
     return round(total / count, 2) if count else None
 
 
@@ -71,6 +76,27 @@ def utilization(start: datetime, end: datetime, step: int) -> Utilization:
         for name, cells in sorted(sums.items(), key=lambda item: item[0] != "cluster")
     }
     return Utilization(start, end, step, times, series, {k: round(v, 1) for k, v in lost.items()})
+
+
+def pool_counts(
+    start: datetime, end: datetime, step: int, reporting: dict[str, list[bool]]
+) -> tuple[list[datetime], dict[str, list[int | None]]]:
+    """Nodes per pool at each ``step`` column from ``start`` (then at ``end``), None in the
+    columns where no node of the pool reported (``reporting[pool][k]``): a gap, not a line
+    drawn across hours without data."""
+    changes, timeline = pool_timeline(start, end)
+    columns = [
+        start + timedelta(seconds=step * k)
+        for k in range(int((end - start).total_seconds() // step))
+    ]
+    # The count in force at a column's start: the last change at or before it.
+    index = [min(bisect_right(changes, t), len(changes) - 1) - 1 for t in columns]
+    counts: dict[str, list[int | None]] = {}
+    for pool, values in timeline.items():
+        seen = reporting.get(pool, [])
+        shown = [values[i] if k < len(seen) and seen[k] else None for k, i in enumerate(index)]
+        counts[pool] = [*shown, shown[-1]] if shown else []
+    return [*columns, end], counts
 
 
 def pool_timeline(start: datetime, end: datetime) -> tuple[list[datetime], dict[str, list[int]]]:
@@ -119,17 +145,28 @@ def family_health(now: datetime) -> list[dict[str, Any]]:
 
 
 def queue_summary() -> list[dict[str, Any]]:
-    """Latest Kueue sample per ClusterQueue."""
+    """Latest Kueue sample per ClusterQueue (workload counts as integers), and the highest
+    admission-wait p95 of a step in the hour up to it (``queries.WAIT_WINDOW``)."""
     keys = ("queue", "ts", "pending_active", "pending_inadmissible", "admitted_active", "wait_p95")
-    return [dict(zip(keys, row, strict=True)) for row in queries.latest_queues()]
+    rows = [dict(zip(keys, row, strict=True)) for row in queries.latest_queues()]
+    for row in rows:
+        for key in ("pending_active", "pending_inadmissible", "admitted_active"):
+            row[key] = _count(row[key])
+    return rows
+
+
+def _count(value: float | None) -> int | float | None:
+    """A gauge of workloads (stored as float8) as the integer it is."""
+    return int(value) if value is not None and float(value).is_integer() else value
 
 
 def _sum(*columns: list[float | None]) -> list[float | None]:
-    """Step-wise sum of columns; None where every column is None."""
-    return [
-        None if all(v is None for v in values) else sum(v for v in values if v is not None)
-        for values in zip(*columns, strict=True)
-    ]
+    """Step-wise sum of columns (left to right, from 0); None where every column is None."""
+    sums: list[float | None] = []
+    for values in zip(*columns, strict=True):
+        known = [v for v in values if v is not None]
+        sums.append(sum(known) if known else None)
+    return sums
 
 
 def _scaled(column: list[float | None], factor: float) -> list[float | None]:
@@ -144,13 +181,13 @@ def _device_columns(
     for device, columns in result.series.items():
         out[device] = {"times": result.times}
         for name, values in derive(columns).items():
-            out[device][name] = list(map(queries.compact, values))
+            out[device][name] = queries.compact_all(values)
     return out
 
 
 def node_gpus(node: Node, start: datetime, end: datetime, step: int) -> dict[str, dict[str, list]]:
     """Per-GPU columns: util %, tensor %, power W, NVLink bytes/s and error increases."""
-    result = selectors.node_gpu_series(node.name, start, end, step)
+    result = selectors.node_gpu_series(node.name, start, end, step, settings.DASHBOARD_NODE_TILES)
     return _device_columns(result, lambda c: {
         "util": c["util"],
         "tensor": _scaled(c["tensor"], 100),
@@ -163,7 +200,7 @@ def node_gpus(node: Node, start: datetime, end: datetime, step: int) -> dict[str
 
 def node_ports(node: Node, start: datetime, end: datetime, step: int) -> dict[str, dict[str, list]]:
     """Per-port columns: tx+rx bytes/s, xmit_wait ticks/s, error increases."""
-    result = selectors.node_ib_series(node.name, start, end, step)
+    result = selectors.node_ib_series(node.name, start, end, step, settings.DASHBOARD_NODE_TILES)
     return _device_columns(result, lambda c: {
         "throughput": _sum(c["tx_bytes"], c["rx_bytes"]),
         "xmit_wait": c["xmit_wait"],
@@ -199,8 +236,10 @@ def node_runs(node: Node, limit: int = 50) -> list[dict[str, Any]]:
 
 
 def node_list() -> list[dict[str, Any]]:
-    """Every node with pool, leaf switch, last seen and its worst firing alert."""
+    """Every node with pool, leaf switch, last seen, its worst firing alert, hardware verdict
+    (None: healthy) and maintenance (None: in service)."""
     marks = alerting.node_marks()
+    hardware, maintenance = alerting.hardware(), alerting.maintenance_nodes()
     reference = Node.objects.aggregate(latest=Max("last_seen"))["latest"]
     rows = []
     for node in Node.objects.all():
@@ -210,5 +249,6 @@ def node_list() -> list[dict[str, Any]]:
             if missing
             else marks.get(node.name, {}).get("state", NodeState.HEALTHY)
         )
-        rows.append({"node": node, "state": state})
+        rows.append({"node": node, "state": state, "hardware": hardware.get(node.name),
+                     "maintenance": maintenance.get(node.name)})  # fmt: skip
     return rows

@@ -15,6 +15,8 @@ urlpatterns = [
     path("nodes/", views.node_list, name="node-list"),
     path("nodes/<nodename:name>/", views.node_detail, name="node-detail"),
     path("alerts/", views.alert_list, name="alert-list"),
+    path("alerts/<int:alert_id>/", views.alert_detail, name="alert-detail"),
+    path("alerts/<int:alert_id>/triage", views.alert_triage, name="alert-triage"),
     path("api/v1/", include("dashboard.api.urls")),
     path("", include("dashboard.runs.urls")),
 ]

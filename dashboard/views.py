@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
 
 from ingest.models import IbPort, Node, PoolChange
 
 from . import alerting, charts, summaries
 from .api import serialize
+from .api.builders import overview_body
 from .api.cache import node_columns
-from .api.views import overview_body
-from .choices import IB_METRICS, HeatmapMetric, HeatmapSort, Window
-from .forms import AlertFilterForm, NodeForm
+from .choices import HEATMAP_METRIC_CHOICES, IB_METRICS, HeatmapSort, Window
+from .forms import AlertFilterForm, NodeForm, TriageForm, first_error
 
 
 def overview(request: HttpRequest) -> HttpResponse:
@@ -36,7 +39,7 @@ def fabric(request: HttpRequest) -> HttpResponse:
     """The per-node heatmap and rails view; drawn in the browser from /api/v1/heatmap."""
     context = {
         "title": "Fabric",
-        "metrics": HeatmapMetric.choices,
+        "metrics": HEATMAP_METRIC_CHOICES,
         "ib_metrics": sorted(IB_METRICS),
         "sorts": HeatmapSort.choices,
         "windows": Window.choices,
@@ -81,27 +84,55 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
         "pool_changes": PoolChange.objects.filter(node=node).order_by("-ts")[:10],
         "runs": summaries.node_runs(node),
         "alerts": alerting.for_node(node.name),
-        "alerting": alerting.available(),
+        "hardware": alerting.hardware([node.name]).get(node.name),
+        "maintenance": alerting.maintenance_for(node.name),
         "windows": Window.choices,
     }
     return render(request, "dashboard/node_detail.html", context)
 
 
 def alert_list(request: HttpRequest) -> HttpResponse:
-    """Alerts by state with filters; each links to its node (or run) at the alert's time."""
+    """Alerts by state with filters, 50 a page; each links to its page, node and run."""
     form = AlertFilterForm(request.GET)
     filters = form.cleaned_data if form.is_valid() else {}
-    rows = alerting.alerts(
-        state=filters.get("state") or None,
-        severity=filters.get("severity") or None,
-        search=filters.get("q") or None,
-    )
+    page = alerting.alert_page(filters, filters.get("page"))
     context = {
         "title": "Alerts",
         "form": form,
-        "alerts": rows,
+        "page": page,
+        "alerts": page.object_list if page is not None else [],
+        "pager_query": form.query_without_page(),
+        "rules": alerting.rule_names(),
         "counts": alerting.counts(),
-        "alerting": alerting.available(),
         "states": ["firing", "pending", "silenced", "resolved"],
     }
     return render(request, "dashboard/alert_list.html", context)
+
+
+def alert_detail(request: HttpRequest, alert_id: int) -> HttpResponse:
+    """One alert: what, where, whom it hurts (runs, GPU-hours at stake), who is on it, history."""
+    found = alerting.detail(alert_id)
+    if found is None:
+        raise Http404(f"no alert {alert_id}")
+    context = {"title": f"{found['name']} #{alert_id}", "a": found, "triage_form": TriageForm()}
+    return render(request, "dashboard/alert_detail.html", context)
+
+
+@require_POST
+def alert_triage(request: HttpRequest, alert_id: int) -> HttpResponse:
+    """Acknowledge / un-acknowledge / assign, then back to where the form was."""
+    form = TriageForm(request.POST)
+    back = request.POST.get("next") or f"/alerts/{alert_id}/"
+    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+        back = f"/alerts/{alert_id}/"
+    if not form.is_valid():
+        field, message = first_error(form)
+        messages.error(request, f"{field}: {message}")
+        return redirect(back)
+    data = form.cleaned_data
+    error = alerting.triage(alert_id, request.user, data["action"], data)
+    if error:
+        messages.error(request, error)
+    else:
+        messages.success(request, f"Alert {alert_id}: {data['action']} done.")
+    return redirect(back)

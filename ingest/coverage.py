@@ -23,6 +23,7 @@ from .coverage_catalogue import (
     ib_notes,
 )
 from .coverage_identity import ExporterIdentity
+from .coverage_intervals import JobInterval, job_intervals, warnings
 from .prometheus import PrometheusClient
 
 OK, PARTIAL, MISSING = "ok", "partial", "missing"
@@ -59,6 +60,8 @@ class FamilyStatus:
     cause: str = ""
     fix: str = ""
     notes: list[str] = field(default_factory=list)
+    #: Per job exporting the family, its scrape interval measured from sample spacing.
+    scrape_intervals: list[JobInterval] = field(default_factory=list)
 
     @property
     def missing(self) -> list[MetricStatus]:
@@ -196,6 +199,7 @@ def collect(client: PrometheusClient, at: datetime | None = None) -> CoverageRep
     report = build_report(names, counts, facts)
     report.identity, report.identity_note = coverage_identity.collect(client, names, at)
     identity_notes(report)
+    interval_notes(report, client, at)
     report.prometheus, report.generated_at = client.url, at or datetime.now(UTC)
     return report
 
@@ -216,3 +220,14 @@ def identity_notes(report: CoverageReport) -> None:
             f"{group.series} series of {exporter.job}: {group.reason}. Fix: {group.fix}."
             for group in exporter.suspect
         ]
+
+
+def interval_notes(report: CoverageReport, client: PrometheusClient, at: datetime | None) -> None:
+    """Each found family's per-job scrape intervals, and a note where one degrades ingest."""
+    for family in report.families:
+        metric = next((m.name for m in family.metrics if m.found), None)
+        if metric is None:
+            continue
+        family.scrape_intervals = job_intervals(client, metric, at)
+        for interval in family.scrape_intervals:
+            family.notes += warnings(interval)

@@ -2,7 +2,7 @@
 
 "Required" metrics are the ones the exporter emits by default and ingest stores;
 "optional" ones are off by default in the exporter, appear only after a first
-event, or only enrich what is stored (names: ../shared/DOMAIN.md).
+event, or only enrich what is stored (names: docs/domain.md, docs/dcgm.md, docs/infiniband.md).
 """
 
 from __future__ import annotations

@@ -60,6 +60,7 @@ class JobSeen:
     last: datetime
     local_queue: str = ""
     state: str = ""
+    kind: str = "Job"
 
 
 def _job_ids(keys: list[tuple[str, str]]) -> dict[tuple[str, str], int]:
@@ -76,13 +77,14 @@ def upsert_jobs(seen: Mapping[tuple[str, str], JobSeen]) -> dict[tuple[str, str]
     if not seen:
         return {}
     rows = [
-        (ns, name, j.local_queue, j.state or "unknown", j.first, j.last)
+        (ns, name, j.kind or "Job", j.local_queue, j.state or "unknown", j.first, j.last)
         for (ns, name), j in sorted(seen.items())
     ]
     with connection.cursor() as cursor:
         cursor.executemany(
-            "INSERT INTO ingest_job (namespace, name, local_queue, state, first_seen, last_seen) "
-            "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (namespace, name) DO UPDATE SET "
+            "INSERT INTO ingest_job (namespace, name, kind, local_queue, state, first_seen, last_seen) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (namespace, name) DO UPDATE SET "
+            "kind = EXCLUDED.kind, "
             "state = CASE WHEN EXCLUDED.last_seen >= ingest_job.last_seen "
             "AND EXCLUDED.state <> 'unknown' THEN EXCLUDED.state ELSE ingest_job.state END, "
             "local_queue = COALESCE(NULLIF(EXCLUDED.local_queue, ''), ingest_job.local_queue), "
@@ -99,8 +101,8 @@ def ensure_jobs(seen: Mapping[tuple[str, str], Seen]) -> dict[tuple[str, str], i
     rows = [(ns, name, first, last) for (ns, name), (first, last) in sorted(seen.items())]
     with connection.cursor() as cursor:
         cursor.executemany(
-            "INSERT INTO ingest_job (namespace, name, local_queue, state, first_seen, last_seen) "
-            "VALUES (%s, %s, '', 'unknown', %s, %s) ON CONFLICT (namespace, name) DO NOTHING",
+            "INSERT INTO ingest_job (namespace, name, kind, local_queue, state, first_seen, last_seen) "
+            "VALUES (%s, %s, 'Job', '', 'unknown', %s, %s) ON CONFLICT (namespace, name) DO NOTHING",
             rows,
         )
     return _job_ids(list(seen))

@@ -3,7 +3,8 @@
 ``ingest.prometheus`` asks ``flavor_of`` once per backend URL (``PROMETHEUS_FLAVOR=auto``)
 and, for VictoriaMetrics, sends ``VICTORIAMETRICS_QUERY_ARGS`` with every query and warns
 when its lookback is shorter than Prometheus'. docs/scaling.md "VictoriaMetrics" has the
-differences and their sources (VictoriaMetrics tag v1.79.5).
+differences and their sources (VictoriaMetrics tag v1.79.5). ``read_path_for`` picks how
+``PrometheusClient.read_raw`` reads raw samples (docs/scaling.md "Reading raw samples").
 """
 
 from __future__ import annotations
@@ -22,6 +23,24 @@ VICTORIAMETRICS_QUERY_ARGS = {"nocache": "1"}
 VICTORIAMETRICS_LABELS_START = "1"
 #: Detected flavour per backend URL (asked once per process).
 _FLAVORS: dict[str, str] = {}
+#: ``PROMETHEUS_READ_PATH`` values: how ``read_raw`` reads raw samples.
+REMOTE_READ, RANGE_SELECTOR = "remote_read", "range_selector"
+#: Backend URLs whose remote read answered 404/405/501 (Thanos Query, a proxy that does not
+#: route it) or sent chunks we cannot decode: range selectors for the rest of the process.
+_NO_REMOTE_READ: set[str] = set()
+
+
+def read_path_for(flavor: str, url: str) -> str:
+    """``PROMETHEUS_READ_PATH=auto``: remote read for Prometheus' API (Prometheus, Mimir;
+    Thanos Query answers 404 once), range selectors for VictoriaMetrics (no remote read)."""
+    if flavor == VICTORIAMETRICS or url in _NO_REMOTE_READ:
+        return RANGE_SELECTOR
+    return REMOTE_READ
+
+
+def refuse_remote_read(url: str) -> None:
+    """Read ``url`` through range selectors from now on (auto only)."""
+    _NO_REMOTE_READ.add(url)
 
 
 def flavor_of(buildinfo: object) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import Any
 
 from django.conf import settings
 from django.db.models import F
@@ -15,9 +15,7 @@ from core.health import ComponentStatus
 from core.secrets import redact_text
 
 from .models import FamilyHealth, IngestCursor, IngestCycle
-
-if TYPE_CHECKING:
-    from .services import CycleOutcome
+from .outcome import CycleOutcome
 
 
 def record_cycle(cycle: IngestCycle, outcome: CycleOutcome) -> None:
@@ -147,8 +145,10 @@ def compaction_metrics(now: datetime | None = None) -> list[Metric]:
         labels=["table"],
     )
     try:
-        totals = Compaction.objects.values("table").annotate(
-            rows=Sum("rows"), seconds=Sum("seconds"), leftover=Sum("leftover")
+        totals: list[dict[str, Any]] = list(
+            Compaction.objects.values("table").annotate(
+                rows=Sum("rows"), seconds=Sum("seconds"), leftover=Sum("leftover")
+            )
         )
         backlog = hours_pending(now)
     except Exception:  # noqa: BLE001 - a scrape must not fail because the database is down

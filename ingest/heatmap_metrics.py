@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from .drift import IDLE_TENSOR_BUCKET
 from .history import columns_in, gpu_rows, ib_rows
 
 if TYPE_CHECKING:
@@ -35,19 +36,8 @@ NVLINK_ERROR_SUM = (
 
 
 @dataclass(frozen=True)
-class DriftThresholds:
-    """When a GPU's 5-minute bucket counts as drifted: util says busy, tensor cores idle."""
-
-    util_min_percent: float = 50.0
-    tensor_max_ratio: float = 0.10
-
-
-DRIFTED = DriftThresholds()
-
-
-@dataclass(frozen=True)
-class HeatmapMetric:
-    """How a metric becomes one number per node and bucket."""
+class MetricSpec:
+    """How a heatmap metric becomes one number per node and bucket, and what it is called."""
 
     family: str  # "gpu" or "ib": which table
     inner: str  # SQL aggregate over the node's GPUs/ports at one ts
@@ -56,33 +46,39 @@ class HeatmapMetric:
     worst: str  # "high" or "low": which end sorts first with sort="worst"
     per_device: str  # SQL expression per GPU/port for rail_matrix (aggregated with ``outer``)
     column: str  # the ingest_noderollup column holding ``inner`` per 5-minute bucket
+    label: str  # what pages call it
 
 
-HEATMAP_METRICS: dict[str, HeatmapMetric] = {
+HEATMAP_METRICS: dict[str, MetricSpec] = {
     # mean utilisation of the node's GPUs, percent
-    "gpu_util": HeatmapMetric("gpu", "avg(util)", "avg", "%", "low", "util", "util"),
+    "gpu_util": MetricSpec("gpu", "avg(util)", "avg", "%", "low", "util", "util",
+                           "GPU util (reported)"),
     # mean tensor-core activity of the node's GPUs, ratio 0..1
-    "tensor_active": HeatmapMetric("gpu", "avg(tensor)", "avg", "ratio", "low", "tensor", "tensor"),
-    # mean of (util/100 − tensor) over GPUs: "busy" GPUs whose tensor cores idle (hung collective)
-    "drift": HeatmapMetric("gpu", "avg(util / 100.0 - tensor)", "avg", "ratio", "high",
-                           "util / 100.0 - tensor", "drift"),
+    "tensor_active": MetricSpec("gpu", "avg(tensor)", "avg", "ratio", "low", "tensor", "tensor",
+                                "Tensor active (real)"),
+    # mean of (util/100 − tensor) over GPUs: "busy" GPUs whose tensor cores idle (ingest/drift.py)
+    "drift": MetricSpec("gpu", "avg(util / 100.0 - tensor)", "avg", "ratio", "high",
+                        "util / 100.0 - tensor", "drift", "Drift (util − tensor)"),
     # NVLink bytes/s summed over the node's GPUs
-    "nvlink_bw": HeatmapMetric("gpu", "sum(nvlink_bw)", "avg", "B/s", "low", "nvlink_bw", "nvlink_bw"),
+    "nvlink_bw": MetricSpec("gpu", "sum(nvlink_bw)", "avg", "B/s", "low", "nvlink_bw", "nvlink_bw",
+                            "NVLink bandwidth"),
     # NVLink error increases (all four counters) summed over GPUs and over the bucket
-    "nvlink_errors": HeatmapMetric("gpu", f"sum({NVLINK_ERROR_SUM})", "sum", "errors", "high",
-                                   NVLINK_ERROR_SUM, "nvlink_errors"),
+    "nvlink_errors": MetricSpec("gpu", f"sum({NVLINK_ERROR_SUM})", "sum", "errors", "high",
+                                NVLINK_ERROR_SUM, "nvlink_errors", "NVLink errors"),
     # IB transmit / receive bytes/s summed over the node's ports
-    "ib_tx": HeatmapMetric("ib", "sum(tx_bytes)", "avg", "B/s", "low", "tx_bytes", "ib_tx"),
-    "ib_rx": HeatmapMetric("ib", "sum(rx_bytes)", "avg", "B/s", "low", "rx_bytes", "ib_rx"),
+    "ib_tx": MetricSpec("ib", "sum(tx_bytes)", "avg", "B/s", "low", "tx_bytes", "ib_tx",
+                        "IB transmit throughput"),
+    "ib_rx": MetricSpec("ib", "sum(rx_bytes)", "avg", "B/s", "low", "rx_bytes", "ib_rx",
+                        "IB receive throughput"),
     # xmit_wait ticks/s summed over ports (congestion)
-    "ib_xmit_wait": HeatmapMetric("ib", "sum(xmit_wait)", "avg", "ticks/s", "high", "xmit_wait",
-                                  "ib_xmit_wait"),
+    "ib_xmit_wait": MetricSpec("ib", "sum(xmit_wait)", "avg", "ticks/s", "high", "xmit_wait",
+                               "ib_xmit_wait", "IB xmit_wait"),
     # the six IB error counters' increases summed over ports and over the bucket
-    "ib_errors": HeatmapMetric("ib", f"sum({IB_ERROR_SUM})", "sum", "errors", "high", IB_ERROR_SUM,
-                               "ib_errors"),
+    "ib_errors": MetricSpec("ib", f"sum({IB_ERROR_SUM})", "sum", "errors", "high", IB_ERROR_SUM,
+                            "ib_errors", "IB error increases"),
     # active ports (state 4) of the node; the bucket shows its minimum (a flap shows)
-    "ib_state": HeatmapMetric("ib", "count(*) FILTER (WHERE state = 4)", "min", "ports", "low",
-                              "CASE WHEN state = 4 THEN 1 ELSE 0 END", "active_ports"),
+    "ib_state": MetricSpec("ib", "count(*) FILTER (WHERE state = 4)", "min", "ports", "low",
+                           "CASE WHEN state = 4 THEN 1 ELSE 0 END", "active_ports", "IB active ports"),
 }  # fmt: skip
 
 #: Per-family bookkeeping columns of ``ingest_noderollup`` besides the metric columns.
@@ -91,10 +87,8 @@ NODE_COUNTS: dict[str, dict[str, str]] = {
         "gpus": "count(*)",
         "util_gpus": "count(util)",
         "tensor_gpus": "count(tensor)",
-        "drifted_gpus": (
-            f"count(*) FILTER (WHERE util >= {DRIFTED.util_min_percent} "
-            f"AND tensor <= {DRIFTED.tensor_max_ratio})"
-        ),
+        # GPUs whose 5-minute means were busy with idle tensor cores (ingest/drift.py)
+        "drifted_gpus": f"count(*) FILTER (WHERE {IDLE_TENSOR_BUCKET.predicate()})",
     },
     "ib": {"ports": "count(*)"},
 }
@@ -153,7 +147,7 @@ def _columns(cells: str, by_ts: bool = False) -> str:
 _RAW = {"gpu": gpu_rows, "ib": ib_rows}  # hot rows and compacted history alike
 
 
-def raw_heatmap_sql(spec: HeatmapMetric) -> str:
+def raw_heatmap_sql(spec: MetricSpec) -> str:
     """(column index, node ids, cells) rows of a heatmap from raw samples (see ``_columns``)."""
     per_ts = (
         f"SELECT node_id, {COLUMN_INDEX} AS j, {spec.inner} AS v "
@@ -163,7 +157,7 @@ def raw_heatmap_sql(spec: HeatmapMetric) -> str:
     return _columns(f"SELECT j, node_id, {spec.outer}(v) AS v FROM ({per_ts}) p GROUP BY 1, 2")
 
 
-def node_rollup_heatmap_sql(spec: HeatmapMetric, aligned: bool) -> str:
+def node_rollup_heatmap_sql(spec: MetricSpec, aligned: bool) -> str:
     """(column index, node ids, cells) rows of a heatmap from the per-node rollups."""
     # A node rollup row already holds ``inner`` for its 5-minute bucket; only ``outer``
     # over the buckets of a wider column is left (none at all for aligned 5-minute columns).
@@ -286,7 +280,7 @@ _HOLED_ROW = (
 )
 
 
-def tile_heatmap_sql(spec: HeatmapMetric, sort: str) -> str:
+def tile_heatmap_sql(spec: MetricSpec, sort: str) -> str:
     """(node name, JSON array text) per node with data in the window, in ``sort`` order.
 
     From the tiles, with the parameters of ``tile_params``. Cells print as float8's
@@ -312,7 +306,7 @@ def tile_heatmap_sql(spec: HeatmapMetric, sort: str) -> str:
     )
 
 
-def _tile_order(spec: HeatmapMetric, sort: str) -> str:
+def _tile_order(spec: MetricSpec, sort: str) -> str:
     # As ``ingest.selectors._sorted_nodes``: code-point order of names (COLLATE "C"); worst:
     # the mean of the printed cells (summed in column order, like Python's ``sum``).
     name = 'name COLLATE "C"'

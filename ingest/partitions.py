@@ -41,6 +41,7 @@ ROLLUP_TABLES = (
     PartitionedTable("ingest_ibrollup", 10, "INGEST_ROLLUP_RETENTION_DAYS"),
     PartitionedTable("ingest_noderollup", 10, "INGEST_ROLLUP_RETENTION_DAYS"),
     PartitionedTable("ingest_heatmaptile", 10, "INGEST_ROLLUP_RETENTION_DAYS"),
+    PartitionedTable("ingest_nodetile", 10, "INGEST_NODE_TILE_RETENTION_DAYS"),
 )
 TABLES = RAW_TABLES + ROLLUP_TABLES
 #: Made by compaction only (``ingest.compaction``), dropped with the raw partitions.

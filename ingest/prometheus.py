@@ -20,6 +20,10 @@ VictoriaMetrics (``PROMETHEUS_FLAVOR``, detected by default) gets ``nocache=1`` 
 every query and label names from all time; any backend's ``status`` other than
 success, or an ``isPartial`` answer (a VictoriaMetrics cluster missing a storage
 node), is refused rather than stored. docs/scaling.md "VictoriaMetrics" has the rest.
+
+``read_raw`` reads raw samples without PromQL evaluation: through remote read
+(``ingest.remote_read``: protobuf, XOR chunks) or an instant query of a range selector,
+per PROMETHEUS_READ_PATH (docs/scaling.md "Reading raw samples").
 """
 
 from __future__ import annotations
@@ -45,13 +49,26 @@ from core.secrets import redact_text, redact_url
 from .flavor import (
     _FLAVORS,
     PROMETHEUS,
+    REMOTE_READ,
     VICTORIAMETRICS,
     VICTORIAMETRICS_LABELS_START,
     VICTORIAMETRICS_QUERY_ARGS,
     flavor_of,
+    read_path_for,
+    refuse_remote_read,
     warn_if_short_lookback,
 )
 from .prometheus_io import DeadlineExceeded, TooLarge, error_message, prometheus_error, read_body
+from .remote_read import (
+    REQUEST_HEADERS,
+    SAMPLES,
+    STREAMED_XOR_CHUNKS,
+    RemoteReadError,
+    UnsupportedChunk,
+    decode_answer,
+    matchers,
+    read_request,
+)
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +87,10 @@ class PrometheusUnavailable(PrometheusError):
 
 class AnswerTooLarge(PrometheusError):
     """An answer over PROMETHEUS_MAX_ANSWER_BYTES, abandoned unread (range queries split)."""
+
+
+class RemoteReadUnsupported(PrometheusError):
+    """The backend does not serve remote read (404/405/501), or sent chunks we cannot read."""
 
 
 @dataclass
@@ -104,8 +125,8 @@ def _decode_point(raw: object) -> tuple[float, float] | None:
     return stamp, number
 
 
-def decode(result: object) -> Answer:
-    """Decode the ``data.result`` list of a matrix or vector answer."""
+def decode(result: object, after: float | None = None) -> Answer:
+    """Decode the ``data.result`` list of a matrix or vector answer (points after ``after`` only)."""
     if not isinstance(result, list):
         raise PrometheusError(f"unexpected answer: result is {type(result).__name__}, not a list")
     answer = Answer()
@@ -117,12 +138,22 @@ def decode(result: object) -> Answer:
         if not isinstance(raw_points, list):
             answer.skipped += 1
             continue
+        if after is not None:
+            raw_points = [p for p in raw_points if not _at_or_before(p, after)]
         points = [p for p in map(_decode_point, raw_points) if p is not None]
         answer.skipped += len(raw_points) - len(points)
         labels = {str(k): str(v) for k, v in item["metric"].items()}
         if points:
             answer.series.append(Series(labels, points))
     return answer
+
+
+def _at_or_before(raw: object, moment: float) -> bool:
+    """True for a well-formed point at or before ``moment`` (a malformed one is kept: counted)."""
+    try:
+        return float(raw[0]) <= moment  # type: ignore[index]
+    except (TypeError, ValueError, IndexError, KeyError):
+        return False
 
 
 def chunks(
@@ -443,6 +474,108 @@ class PrometheusClient:
                 for result in results:
                     yield index, result
 
+    #: What remote read asks for, in order of preference (a server answers the first it has);
+    #: None: by the window (``remote_read_types_for``).
+    remote_read_types: tuple[int, ...] | None = None
+
+    def read_path(self) -> str:
+        """How ``read_raw`` reads now: PROMETHEUS_READ_PATH, or (auto) by flavour and past refusals."""
+        setting = settings.PROMETHEUS_READ_PATH
+        return setting if setting != "auto" else read_path_for(self.flavor(), self.url)
+
+    def read_raw(self, selector: str, start: datetime, end: datetime) -> Answer:
+        """The raw samples ``start < ts <= end`` of every series of a plain vector selector
+        (``metric{label="v"}``, scoped like every query), finite values only, skipped counted.
+
+        Remote read or a range selector (``read_path``); under auto a remote read answered
+        404/405/501 (or with chunks we cannot decode) switches this backend to range selectors
+        for the rest of the process. An answer too large is read again as two half windows
+        (down to one second).
+        """
+        start_ms, end_ms = round(start.timestamp() * 1000), round(end.timestamp() * 1000)
+        if self.read_path() == REMOTE_READ:
+            try:
+                return self._read_halves(self._remote_read, selector, start_ms, end_ms)
+            except RemoteReadUnsupported as exc:
+                if settings.PROMETHEUS_READ_PATH != "auto":
+                    raise
+                refuse_remote_read(self.url)
+                log.warning("prometheus: %s; reading through range selectors from now on", exc)
+        return self._read_halves(self._range_selector_read, selector, start_ms, end_ms)
+
+    def _read_halves(
+        self, read: Callable[[str, int, int], Answer], selector: str, start_ms: int, end_ms: int
+    ) -> Answer:
+        """``read`` over (start_ms, end_ms]; too large an answer is read as two halves, joined."""
+        if end_ms <= start_ms:
+            return Answer()
+        try:
+            return read(selector, start_ms, end_ms)
+        except AnswerTooLarge:
+            if end_ms - start_ms <= 1000:  # no finer than a second: scrapes are seconds apart
+                raise
+        middle = (start_ms + end_ms) // 2
+        return joined(
+            self._read_halves(read, selector, start_ms, middle),
+            self._read_halves(read, selector, middle, end_ms),
+        )
+
+    def _remote_read(self, selector: str, start_ms: int, end_ms: int) -> Answer:
+        """``POST /api/v1/read`` of one selector, decoded (``ingest.remote_read``)."""
+        query = self.scoped(selector)
+        try:
+            types = self.remote_read_types or remote_read_types_for(end_ms - start_ms)
+            request = read_request(matchers(query), start_ms, end_ms, types)
+        except ValueError as exc:
+            raise self._error(PrometheusError, str(exc)) from None
+        body, content_type = self._guarded(lambda: self._post_read(request, query))  # type: ignore[misc]
+        try:
+            found, skipped = decode_answer(body, content_type, start_ms, end_ms, self.max_bytes)
+        except UnsupportedChunk as exc:
+            raise self._error(RemoteReadUnsupported, f"{exc} for {query[:200]}") from None
+        except RemoteReadError as exc:
+            raise self._error(
+                PrometheusError, f"malformed remote-read answer ({exc}) for {query[:200]}"
+            ) from None
+        return Answer([Series(labels, points) for labels, points in found], skipped)
+
+    def _post_read(self, request: bytes, query: str) -> tuple[bytes, str]:
+        """(body, Content-Type) of one remote-read request, within the deadline and the size cap."""
+        connection = self.connection
+        session = connection._session
+        deadline = time.monotonic() + self.deadline
+        with session.post(
+            f"{connection.url}/api/v1/read",
+            data=request,
+            headers={**connection.headers, **REQUEST_HEADERS},
+            verify=session.verify,
+            auth=connection.auth,
+            cert=session.cert,
+            timeout=connection._timeout,
+            stream=True,
+        ) as response:
+            body = self._body(response, deadline, query)
+        status = response.status_code
+        # VictoriaMetrics (behind a proxy that hides its flavour) answers 400 "unsupported path".
+        if status in (404, 405, 501) or (status == 400 and b"unsupported path" in body[:500]):
+            raise self._error(RemoteReadUnsupported, f"remote read not served (HTTP {status})")
+        if status != 200:
+            raise PrometheusApiClientException(
+                f"HTTP Status Code {status} ({error_message(status, body)})"
+            )
+        return body, response.headers.get("Content-Type", "")
+
+    def _range_selector_read(self, selector: str, start_ms: int, end_ms: int) -> Answer:
+        """An instant query of ``selector[range]`` at the end; points after the start only
+        (Prometheus 2 includes a sample at the very start of the range, 3 does not)."""
+        params = {
+            "query": f"{self.scoped(selector)}[{end_ms - start_ms}ms]",
+            "time": f"{end_ms / 1000:.3f}",
+            **self.backend_args(),
+        }
+        result = self._guarded(lambda: self._result("query", params))
+        return decode(result, after=start_ms / 1000)
+
     def metric_names(self) -> set[str]:
         """Every metric name Prometheus knows (for dialect detection and coverage)."""
         params = {"start": VICTORIAMETRICS_LABELS_START} if self.flavor() == VICTORIAMETRICS else {}
@@ -467,6 +600,33 @@ class PrometheusClient:
             if metric in known:
                 return dialect
         return next(iter(markers))
+
+
+#: Windows at least this long ask for XOR chunks first: the server sends whole chunks (120
+#: samples, an hour at a 30 s scrape), so for a short window most of what it sends and we
+#: decode lies outside it; shorter windows ask for SAMPLES first (bench/RESULTS.md "bench_reads").
+CHUNKS_FROM_MS = 3_600_000
+
+
+def remote_read_types_for(window_ms: int) -> tuple[int, ...]:
+    """The response types a remote read of a window this long asks for, preferred first."""
+    if window_ms >= CHUNKS_FROM_MS:
+        return (STREAMED_XOR_CHUNKS, SAMPLES)
+    return (SAMPLES, STREAMED_XOR_CHUNKS)
+
+
+def joined(first: Answer, second: Answer) -> Answer:
+    """Two answers of consecutive windows as one: each series once, its points in order."""
+    by_labels = {
+        tuple(sorted(s.labels.items())): Series(s.labels, list(s.points)) for s in first.series
+    }
+    for series in second.series:
+        key = tuple(sorted(series.labels.items()))
+        if key in by_labels:
+            by_labels[key].points.extend(series.points)
+        else:
+            by_labels[key] = series
+    return Answer(list(by_labels.values()), first.skipped + second.skipped)
 
 
 def backend_headers() -> dict[str, str]:

@@ -6,6 +6,7 @@ Settings can override any entry: ``INGEST_PROMQL_OVERRIDES`` maps
 
 from __future__ import annotations
 
+
 # --- gpu / ib / topology (owned by the ingest-core work) --------------------
 # ``{by}`` is replaced with the node-identity labels (INGEST_NODE_LABELS) plus
 # ``instance``; ``max by`` collapses duplicate targets and drops pod labels.
@@ -15,6 +16,12 @@ from __future__ import annotations
 # Names: NVIDIA/dcgm-exporter etc/default-counters.csv and etc/1.x-compatibility-metrics.csv,
 # go-dcgm pkg/dcgm/const_fields.go ``legacyDCGMFields`` (which 1.x names the exporter
 # accepts); docs/dcgm.md lists every default field and what ingest does with it.
+def _either(current: str, deprecated: str) -> str:
+    """A field under its current or its deprecated name (one answers): ``(a or b)``, two
+    named selectors, so a shard's matcher is added to both (``shards.scope``)."""
+    return f"({current} or {deprecated})"
+
+
 _DCGM_CURRENT = {
     "util": "DCGM_FI_DEV_GPU_UTIL",
     "tensor": "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
@@ -31,6 +38,16 @@ _DCGM_CURRENT = {
     "nvlink_replay": "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
     "nvlink_recovery": "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
     "xid": "DCGM_FI_DEV_XID_ERRORS",
+    # Hardware health (docs/dcgm.md "Hardware health"). The exporter names a series after the
+    # CSV's field name and go-dcgm accepts both the current and the deprecated name of a field
+    # (pkg/dcgm/const_fields.go dcgmFields / legacyDCGMFields), so either may be scraped.
+    "ecc_dbe_vol": "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+    "pcie_replay": _either("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_PCIE_REPLAY_TOTAL"),
+    "row_remap_failure": _either("DCGM_FI_DEV_ROW_REMAP_FAILURE", "DCGM_FI_DEV_ROW_REMAP_FAILED"),
+    "row_remap_pending": "DCGM_FI_DEV_ROW_REMAP_PENDING",
+    "clock_events": _either(
+        "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"
+    ),
 }
 #: ``-o`` (DCGM_EXPORTER_USE_OLD_NAMESPACE) with the 1.x CSV. The PROF NVLink byte fields
 #: have no 1.x name (the exporter refuses them), so the legacy dialect has no such column.
@@ -47,11 +64,18 @@ _DCGM_LEGACY = {
     "nvlink_replay": "dcgm_nvlink_replay_error_count_total",
     "nvlink_recovery": "dcgm_nvlink_recovery_error_count_total",
     "xid": "dcgm_xid_errors",
+    # The 1.x CSV names only these two of the health fields (commented out / on).
+    "ecc_dbe_vol": "dcgm_ecc_dbe_volatile_total",
+    "pcie_replay": "dcgm_pcie_replay_counter",
 }
 #: Metric names that identify each dialect (dialect detection and coverage).
 DCGM_MARKERS = {"current": _DCGM_CURRENT["util"], "legacy": _DCGM_LEGACY["util"]}
 #: Current field name → its 1.x name, for the fields both dialects have.
-DCGM_LEGACY_NAMES = {_DCGM_CURRENT[column]: legacy for column, legacy in _DCGM_LEGACY.items()}
+DCGM_LEGACY_NAMES = {
+    _DCGM_CURRENT[column]: legacy
+    for column, legacy in _DCGM_LEGACY.items()
+    if not _DCGM_CURRENT[column].startswith("(")
+}
 #: The label dcgm-exporter puts the GPU's product name in (``modelName`` in both dialects).
 DCGM_MODEL_LABEL = "modelName"
 
@@ -62,6 +86,8 @@ def _per_gpu(names: dict[str, str]) -> dict[str, str]:
     queries["util"] = f"max by ({{by}}, gpu, {DCGM_MODEL_LABEL}) ({names['util']})"
     # The XID message label (newer dcgm-exporter) is kept to name the event.
     queries["xid"] = f"max by ({{by}}, gpu, err_msg) ({names['xid']})"
+    # When each node's exporter really sampled (ingest.sampling): one series per node.
+    queries["sampled_at"] = f"max by ({{by}}) (timestamp({names['util']}))"
     return queries
 
 
@@ -102,7 +128,9 @@ _IB_TREYDOCK = {
 IB_MARKERS = {"node_exporter": _IB_NODE_EXPORTER["tx_bytes"], "treydock": _IB_TREYDOCK["tx_bytes"]}
 IB: dict[str, dict[str, str]] = {
     "node_exporter": {
-        c: f"max by ({{by}}, device, port) ({m})" for c, m in _IB_NODE_EXPORTER.items()
+        **{c: f"max by ({{by}}, device, port) ({m})" for c, m in _IB_NODE_EXPORTER.items()},
+        # When each node's node_exporter was really scraped (ingest.sampling).
+        "sampled_at": f"max by ({{by}}) (timestamp({_IB_NODE_EXPORTER['tx_bytes']}))",
     },
     # treydock (collectors/hca.go): no HCA port state series at all; the rate is per CA
     # (``infiniband_hca_rate_bytes_per_second{guid}``), spread here to each port of the guid.
@@ -112,6 +140,8 @@ IB: dict[str, dict[str, str]] = {
             f"max by (guid, port) (0 * {_IB_TREYDOCK['tx_bytes']} + on (guid) group_left () "
             "max by (guid) (infiniband_hca_rate_bytes_per_second))"
         ),
+        # When each HCA's counters were really read (one treydock scrape reads the fabric).
+        "sampled_at": f"max by (guid) (timestamp({_IB_TREYDOCK['tx_bytes']}))",
         # guid -> "gpu-017 HCA-1" / "worker20 mlx5_3", over the window so a port seen early maps.
         "hca_info": "max by (guid, hca) (last_over_time(infiniband_hca_info[{range}]))",
     },
@@ -147,7 +177,12 @@ def promql(family: str, dialect: str, name: str, **params: str) -> str:
 # Kueue: followers of an HA deployment export stale values; `!="follower"`
 # keeps the leader and matches versions without the `replica_role` label.
 _KQ = '{replica_role!="follower"}'
-_JOB_POD = 'kube_pod_info{created_by_kind="Job"}'
+# Pods of training workloads, by their controller (kube_pod_info's created_by_kind, the kind of the
+# pod's controller ownerReference, as kube_pod_owner{owner_is_controller="true"} reports it): batch
+# Jobs (JobSet's child Jobs, MPIJob launchers too), the Kubeflow training operators' own kinds,
+# KubeRay's RayCluster, LeaderWorkerSet's StatefulSets (docs/runs.md, "Which pods are runs").
+_WORKLOAD_KINDS = "Job|PyTorchJob|MPIJob|TFJob|XGBoostJob|PaddleJob|JAXJob|RayCluster|StatefulSet"
+_JOB_POD = f'kube_pod_info{{created_by_kind=~"{_WORKLOAD_KINDS}"}}'
 KUEUE: dict[str, dict[str, str]] = {
     "default": {
         "pending": f"max by (cluster_queue, status) (kueue_pending_workloads{_KQ})",
@@ -178,9 +213,24 @@ CLUSTER: dict[str, dict[str, str]] = {
         "unschedulable": "max by (node) (kube_node_spec_unschedulable)",
     }
 }
+#: kube_pod_labels names of the controller labels that name a pod's top-level workload.
+WORKLOAD_LABELS = (
+    "label_jobset_sigs_k8s_io_jobset_name",  # jobset.sigs.k8s.io/jobset-name
+    "label_training_kubeflow_org_job_name",  # training.kubeflow.org/job-name
+    "label_ray_io_originated_from_cr_name",  # ray.io/originated-from-cr-name (RayJob, RayService)
+    "label_ray_io_originated_from_crd",  # ray.io/originated-from-crd
+    "label_ray_io_cluster",  # ray.io/cluster
+    "label_leaderworkerset_sigs_k8s_io_name",  # leaderworkerset.sigs.k8s.io/name
+)
 RUNS: dict[str, dict[str, str]] = {
     "default": {
-        "pod_info": f"max by (namespace, pod, node, created_by_name) ({_JOB_POD})",
+        "pod_info": f"max by (namespace, pod, node, created_by_kind, created_by_name) ({_JOB_POD})",
+        # The controllers' labels naming the top-level workload (kube-state-metrics exports them
+        # with --metric-labels-allowlist=pods=[...]; see docs/runs.md).
+        "pod_workload": (
+            f"max by (namespace, pod, {', '.join(WORKLOAD_LABELS)}) (kube_pod_labels) "
+            f"and on (namespace, pod) {_JOB_POD}"
+        ),
         "pod_queue": (
             "max by (namespace, pod, label_kueue_x_k8s_io_queue_name) "
             '(kube_pod_labels{label_kueue_x_k8s_io_queue_name!=""})'

@@ -11,7 +11,10 @@ buckets from the per-GPU / per-port rollups just written (8 rows per node and
 bucket, not the raw samples), in the caller's transaction: one row per node and
 bucket is what long-window heatmaps and pool summaries read. The hourly heatmap tiles
 (``ingest_heatmaptile``: per metric, hour and node the twelve 5-minute values) follow in
-the same transaction, for the buckets refreshed, from the node rollups just written.
+the same transaction, for the buckets refreshed, from the node rollups just written, and so
+do the hourly node tiles (``ingest_nodetile``, ``ingest.node_tiles``: per node, device and
+hour every rollup column of the twelve buckets) the node page reads, from the rollups, for
+the buckets complete at ``end``.
 
 IB also keeps per-node totals at full resolution (``ingest_ibnodestep``: tx + rx bytes/s
 of every port of a node, per scrape step), refreshed for the committed raw range in the
@@ -25,6 +28,7 @@ from datetime import datetime, timedelta
 
 from django.db import connection
 
+from . import node_tiles
 from .heatmap_metrics import display_floats, node_rollup_columns, tile_refresh_sql
 from .history import gpu_rows, ib_rows
 from .partitions import RAW_TABLES, ROLLUP_TABLES, ensure_partitions
@@ -139,6 +143,7 @@ def refresh(family: str, start: datetime, end: datetime) -> int:
         written = cursor.rowcount
     refresh_nodes(family, low, high)
     refresh_tiles(family, low, high)
+    node_tiles.refresh(family, low, high, end)
     return written
 
 

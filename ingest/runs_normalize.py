@@ -1,4 +1,7 @@
-"""Pure normalisation of the runs family: kube-state-metrics pod series → jobs, pods, events.
+"""Pure normalisation of the runs family: kube-state-metrics pod series → runs, pods, events.
+
+A run is one top-level workload: a batch Job, or the JobSet, Kubeflow job (PyTorchJob,
+MPIJob…), RayJob / RayCluster or LeaderWorkerSet its pods belong to (``pod_workloads``).
 
 Input is the decoded answers of the ``queries.RUNS`` range queries, whose first
 point (the window start) is the baseline. Output is what ``RunsSource.store``
@@ -79,6 +82,7 @@ class JobObs:
     local_queue: str = ""
     state: str = ""
     state_ts: float = 0.0
+    kind: str = "Job"  # the top-level workload's kind
 
 
 @dataclass
@@ -105,19 +109,77 @@ def _key(series: Series) -> PodKey | None:
     return (ns, pod) if ns and pod else None
 
 
-def add_pod_info(data: RunsData, series: list[Series], step: float) -> int:
-    """Pods, their jobs and node intervals from kube_pod_info; returns points skipped."""
+#: The Kubeflow training operators' own kinds: their pods are owned by the job itself.
+KUBEFLOW_KINDS = frozenset({"PyTorchJob", "MPIJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob"})
+
+
+def pod_workloads(series: list[Series]) -> dict[PodKey, tuple[str, str]]:
+    """Each pod's top-level workload (kind, name) from the controllers' labels in kube_pod_labels.
+
+    JobSet (``jobset.sigs.k8s.io/jobset-name``) first: a JobSet's pods belong to its child Jobs.
+    Then Kubeflow's ``training.kubeflow.org/job-name`` (the kind is the pod's controller, or
+    MPIJob for an MPIJob's launcher Job), KubeRay's ``ray.io/originated-from-cr-name`` (the
+    RayJob or RayService that made the RayCluster; its kind in ``ray.io/originated-from-crd``)
+    then ``ray.io/cluster``, and LeaderWorkerSet's ``leaderworkerset.sigs.k8s.io/name``.
+    """
+    found: dict[PodKey, tuple[str, str]] = {}
+    for item in series:
+        key, labels = _key(item), item.labels
+        if key is None:
+            continue
+        for label, kind in (
+            ("label_jobset_sigs_k8s_io_jobset_name", "JobSet"),
+            ("label_training_kubeflow_org_job_name", ""),  # the controller's kind, see run_of
+            ("label_ray_io_originated_from_cr_name", labels.get("label_ray_io_originated_from_crd") or "RayJob"),
+            ("label_ray_io_cluster", "RayCluster"),
+            ("label_leaderworkerset_sigs_k8s_io_name", "LeaderWorkerSet"),
+        ):  # fmt: skip
+            if name := labels.get(label, "")[:253]:
+                found[key] = (kind, name)
+                break
+    return found
+
+
+def run_of(
+    workload: tuple[str, str] | None, controller_kind: str, controller_name: str
+) -> tuple[str, str] | None:
+    """The (kind, name) of the run a pod belongs to; None: not a training pod (a plain StatefulSet)."""
+    if workload is not None:
+        kind, name = workload
+        if not kind:  # a Kubeflow job: the pod's controller is it, or its launcher Job (MPIJob)
+            kind = controller_kind if controller_kind in KUBEFLOW_KINDS else "MPIJob"
+        return kind, name
+    if controller_kind == "StatefulSet":
+        return None
+    return (controller_kind or "Job"), controller_name
+
+
+def add_pod_info(
+    data: RunsData,
+    series: list[Series],
+    step: float,
+    workloads: Mapping[PodKey, tuple[str, str]] | None = None,
+) -> int:
+    """Pods, their runs and node intervals from kube_pod_info; returns points skipped.
+
+    ``workloads``: each pod's top-level workload (``pod_workloads``); a pod without one is the
+    run of its controller (a batch Job, a PyTorchJob…).
+    """
     skipped = 0
     per_node: dict[tuple[PodKey, str], set[float]] = defaultdict(set)
     for item in series:
-        key, job_name = _key(item), item.labels.get("created_by_name", "")[:253]
-        if key is None or not job_name:
+        key, owner = _key(item), item.labels.get("created_by_name", "")[:253]
+        run = None
+        if key is not None and owner:
+            run = run_of((workloads or {}).get(key), item.labels.get("created_by_kind", ""), owner)
+        if key is None or run is None:
             skipped += len(item.points)
             continue
+        kind, job_name = run
         stamps = [ts for ts, _ in item.points]
         pod = data.pods.setdefault(key, PodObs((key[0], job_name), stamps[0], stamps[-1]))
         pod.first, pod.last = min(pod.first, stamps[0]), max(pod.last, stamps[-1])
-        job = data.jobs.setdefault(pod.job, JobObs(pod.first, pod.last))
+        job = data.jobs.setdefault(pod.job, JobObs(pod.first, pod.last, kind=kind))
         job.first, job.last = min(job.first, pod.first), max(job.last, pod.last)
         node, problem = checked(item.labels.get("node"))
         if node:

@@ -6,22 +6,26 @@ bucketing happens in SQL (``date_bin`` from the window start); a bucket is
 labelled by its start. Raw samples are read through ``ingest.history.gpu_rows`` /
 ``ib_rows``: hot rows and compacted history alike. Node aggregation per heatmap metric is documented in
 ``ingest.heatmap_metrics``; long-window heatmaps read the per-node rollups, or their hourly
-tiles for 5-minute columns.
+tiles for 5-minute columns. A node's per-device series of 5-minute columns read the hourly
+node tiles (``ingest.node_tiles``).
 """
 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from itertools import chain, repeat
 from typing import NamedTuple
 
 from django.db import connection
 
+from core import clock
+
+from . import node_tiles
 from .health import current_lags
 from .heatmap_metrics import (
     HEATMAP_METRICS,
-    HeatmapMetric,
+    MetricSpec,
     display_floats,
     node_rollup_heatmap_sql,
     raw_heatmap_sql,
@@ -198,7 +202,7 @@ def heatmap_rows(
 
 
 def _tile_rows(
-    metric: str, spec: HeatmapMetric, times: list[datetime], sort: str
+    metric: str, spec: MetricSpec, times: list[datetime], sort: str
 ) -> tuple[list[str], list[str]]:
     # Postgres slices, joins and sorts the rows: one (name, JSON array text) per node.
     found = _fetch(tile_heatmap_sql(spec, sort), tile_params(metric, times[0], len(times)))
@@ -206,7 +210,7 @@ def _tile_rows(
 
 
 def _column_rows(
-    sql: str, spec: HeatmapMetric, start: datetime, end: datetime, step: int, width: int, sort: str
+    sql: str, spec: MetricSpec, start: datetime, end: datetime, step: int, width: int, sort: str
 ) -> tuple[list[str], list[str]]:
     # (column index, node ids, cells) rows from ``sql``, transposed here into node rows.
     params = {"step": step, "start": start, "end": end, "start_epoch": start.timestamp()}
@@ -300,10 +304,27 @@ def rail_matrix(metric: str, start: datetime, end: datetime) -> RailMatrix:
     return RailMatrix(metric, spec.unit, nodes, rails, values)
 
 
-def _node_series(node: str, family: str, start: datetime, end: datetime, step: int) -> NodeSeries:
+def _node_series(
+    node: str, family: str, start: datetime, end: datetime, step: int, tiles: bool
+) -> NodeSeries:
     # 6 h at full width asks for 60 s steps: 5× the rollups' points, from ~2,300 raw rows.
     rollup = end - start >= NODE_ROLLUP_WINDOW or use_rollup(start, end, step)
     step = max(step, ROLLUP_STEP_SECONDS) if rollup else step
+    times = _bucket_times(start, end, step)
+    until: datetime | None = None
+    series: dict[str, dict[str, list[float | None]]] = {}
+    if rollup and tiles and node_tiles.covers(start, end, step):
+        until, series = node_tiles.series(node, family, start, end)
+    if until is None:  # not tiled (or no cursor: what the tiles hold is not known)
+        series = _stored_series(node, family, start, end, step, rollup)
+    kind = "rollup" if rollup else "raw"
+    return NodeSeries(node, times, dict(sorted(series.items())), step, kind)
+
+
+def _stored_series(
+    node: str, family: str, start: datetime, end: datetime, step: int, rollup: bool
+) -> dict[str, dict[str, list[float | None]]]:
+    """device → column → bucket means of the rollup (or raw) rows in [start, end), ``step`` wide."""
     columns = GPU_VALUE_COLUMNS if family == "gpu" else IB_VALUE_COLUMNS
     # By the leading key column (IB: port_id via the node's ports; s.node_id has no index
     # and scanned the whole window) and constant ts bounds: index scans in pruned partitions.
@@ -321,26 +342,34 @@ def _node_series(node: str, family: str, start: datetime, end: datetime, step: i
         f"AND s.ts >= %(start)s AND s.ts < %(end)s GROUP BY 1, 2",
         {"start": start, "end": end, "node": node, "start_epoch": start.timestamp(), "step": step},
     )
-    times = _bucket_times(start, end, step)
+    width = len(_bucket_times(start, end, step))
     series: dict[str, dict[str, list[float | None]]] = {}
     for dev, j, *values in rows:
         per_column = series.get(dev)
         if per_column is None:
-            per_column = series[dev] = {c: [None] * len(times) for c in columns}
+            per_column = series[dev] = {c: [None] * width for c in columns}
         for name, value in zip(columns, values, strict=True):
             per_column[name][j] = None if value is None else float(value)
-    kind = "rollup" if rollup else "raw"
-    return NodeSeries(node, times, dict(sorted(series.items())), step, kind)
+    return series
 
 
-def node_gpu_series(node: str, start: datetime, end: datetime, step: int) -> NodeSeries:
-    """Per-GPU series of one node (keys "0".."7"), every GpuSample column, bucket means."""
-    return _node_series(node, "gpu", start, end, step)
+def node_gpu_series(
+    node: str, start: datetime, end: datetime, step: int, tiles: bool = True
+) -> NodeSeries:
+    """Per-GPU series of one node (keys "0".."7"), every GpuSample column, bucket means.
+
+    5-minute columns of rollup windows come from the hourly node tiles (``tiles=False``:
+    from the rollups they copy, same result), others from the rollups or raw samples.
+    """
+    return _node_series(node, "gpu", start, end, step, tiles)
 
 
-def node_ib_series(node: str, start: datetime, end: datetime, step: int) -> NodeSeries:
-    """Per-port series of one node (keys are devices, e.g. "mlx5_0"), every IbSample column, bucket means."""
-    return _node_series(node, "ib", start, end, step)
+def node_ib_series(
+    node: str, start: datetime, end: datetime, step: int, tiles: bool = True
+) -> NodeSeries:
+    """Per-port series of one node (keys are devices, e.g. "mlx5_0"), every IbSample column,
+    bucket means; read as ``node_gpu_series``."""
+    return _node_series(node, "ib", start, end, step, tiles)
 
 
 class NodeLatest(NamedTuple):
@@ -360,7 +389,7 @@ class NodeLatest(NamedTuple):
 
 def latest_per_node(now: datetime | None = None) -> dict[str, NodeLatest]:
     """node name → ``NodeLatest`` from each GPU's / port's latest sample of the last 10 minutes."""
-    since = (now or datetime.now(UTC)) - timedelta(minutes=10)
+    since = (now or clock.now()) - timedelta(minutes=10)
     gpu = _fetch(
         "SELECT n.name, max(l.ts), avg(l.util), avg(l.tensor), sum(l.power), max(l.temp) FROM ("
         f" SELECT DISTINCT ON (node_id, gpu) * FROM {gpu_rows('%s', ALL_AFTER, columns=LATEST_GPU)}"
@@ -437,11 +466,6 @@ def family_health() -> list[FamilyHealthRow]:
         )
         for h in FamilyHealth.objects.order_by("family")
     ]
-
-
-def ingest_lag() -> dict[str, float]:
-    """family → seconds its data is behind now (families that have run)."""
-    return current_lags()
 
 
 def _node_filter(nodes: list[str] | None) -> tuple[str, list]:

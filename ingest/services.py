@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
@@ -26,7 +25,9 @@ from django.db import connection, transaction
 
 from . import rollups
 from .events import ingest_committed, publish_committed
+from .health import record_cycle
 from .models import Family, IngestCursor, IngestCycle, PrometheusOutage
+from .outcome import CycleOutcome
 from .prometheus import PrometheusClient, PrometheusError, PrometheusUnavailable
 from .sources import source_for
 from .sources.base import Batch, Source, Window
@@ -38,25 +39,6 @@ DEFAULT_FAMILIES = [f.value for f in Family]
 #: The error of a cycle a killed worker (or a hard time limit) left unfinished.
 INTERRUPTED = "interrupted: the worker stopped mid-cycle (killed or past its hard time limit)"
 Progress = Callable[[str, int, int], None]
-
-
-@dataclass
-class CycleOutcome:
-    """What one family's cycle did. ``status``: ok, idle (nothing new), locked, error."""
-
-    family: str
-    status: str = "ok"
-    window_start: datetime | None = None
-    window_end: datetime | None = None
-    covered_until: datetime | None = None
-    rows: int = 0
-    skipped: int = 0
-    chunks: int = 0
-    duration: float = 0.0
-    error: str = ""
-    notes: list[str] = field(default_factory=list)
-    #: Series skipped for a reason (``"job: reason"`` → most distinct series in one chunk).
-    unfit: dict[str, int] = field(default_factory=dict)
 
 
 def utcnow() -> datetime:
@@ -177,8 +159,15 @@ def run_chunks(
             outcome.notes = sorted(set(outcome.notes) | set(batch.notes))
             if progress:
                 progress(source.family, index + 1, len(windows))
-            if settings.INGEST_CHUNK_PAUSE_SECONDS:
-                time.sleep(settings.INGEST_CHUNK_PAUSE_SECONDS)
+            _pause_between_chunks()
+
+
+def _pause_between_chunks() -> None:
+    # Only tests/settings.py defines the setting: fault tests hold a worker between two
+    # committed chunks to kill it mid-cycle. Production settings have no such knob.
+    pause = getattr(settings, "INGEST_CHUNK_PAUSE_SECONDS", 0.0)
+    if pause:
+        time.sleep(pause)
 
 
 def close_interrupted(family: str) -> int:
@@ -218,8 +207,6 @@ def ingest_family(
     Another worker holding the family's lock makes this return status "locked"
     (after waiting up to ``lock_wait`` seconds): it never runs the same window twice at once.
     """
-    from .health import record_cycle
-
     outcome, started = CycleOutcome(family), time.monotonic()
     client = client or PrometheusClient()
     with family_lock(family, lock_wait) as acquired:

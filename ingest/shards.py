@@ -28,8 +28,10 @@ from django.db import connection, transaction
 
 from . import rollups, services
 from .events import ingest_committed, publish_committed
+from .health import record_cycle
 from .identity import resolver_for
 from .models import Family, IngestCursor, IngestCycle, ShardCursor
+from .outcome import CycleOutcome
 from .prometheus import PrometheusClient, PrometheusError, PrometheusUnavailable
 from .queries import DCGM_MARKERS, IB_MARKERS
 from .sources import source_for
@@ -295,14 +297,10 @@ class _EmptyShard(Source):
         raise AssertionError("an empty shard stores nothing")
 
 
-def ingest_shard(
-    order: ShardOrder, client: PrometheusClient | None = None
-) -> services.CycleOutcome:
+def ingest_shard(order: ShardOrder, client: PrometheusClient | None = None) -> CycleOutcome:
     """Run one shard's window up to ``order["until"]``, from its own cursor."""
-    from .health import record_cycle
-
     family, started = order["family"], time.monotonic()
-    outcome = services.CycleOutcome(family)
+    outcome = CycleOutcome(family)
     until = datetime.fromisoformat(order["until"])
     with shard_lock(order) as acquired:
         if not acquired:
@@ -329,7 +327,7 @@ def _run(
     order: ShardOrder,
     client: PrometheusClient,
     windows: list[Window],
-    outcome: services.CycleOutcome,
+    outcome: CycleOutcome,
 ) -> None:
     published: list[tuple[datetime, datetime]] = []
     # An IB shard with no node_exporter node may still own treydock-only nodes.

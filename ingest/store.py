@@ -41,6 +41,10 @@ GPU_VALUE_COLUMNS = (
     "util", "tensor", "sm", "dram", "power", "temp", "nvlink_bw",
     "nvlink_crc_flit", "nvlink_crc_data", "nvlink_replay", "nvlink_recovery",
 )  # fmt: skip
+#: Raw-only GPU columns (not rolled up): hardware health, see ``ingest.sources.dcgm.HEALTH``.
+GPU_HEALTH_COLUMNS = (
+    "ecc_dbe_vol", "pcie_replay", "row_remap_failure", "row_remap_pending", "clock_events",
+)  # fmt: skip
 IB_VALUE_COLUMNS = (
     "tx_bytes", "rx_bytes", "tx_packets", "rx_packets", "xmit_wait", "symbol_errors",
     "link_downed", "link_error_recovery", "rcv_errors", "local_link_integrity",
@@ -51,6 +55,13 @@ GPU_TABLE = CopyTable(
     ("ts", "node_id", "gpu", *GPU_VALUE_COLUMNS),
     ("timestamptz", "int4", "int2", *[_F8] * len(GPU_VALUE_COLUMNS)),
     ("node_id", "gpu", "ts"),
+)
+#: What the dcgm source writes: the value columns, then the hardware health columns (real).
+GPU_SAMPLE_TABLE = CopyTable(
+    GPU_TABLE.name,
+    (*GPU_TABLE.columns, *GPU_HEALTH_COLUMNS),
+    (*GPU_TABLE.types, *["float4"] * len(GPU_HEALTH_COLUMNS)),
+    GPU_TABLE.key,
 )
 IB_TABLE = CopyTable(
     "ingest_ibsample",
@@ -219,3 +230,51 @@ def upsert_ports(ports: Iterable[tuple[int, str, int, str]]) -> dict[tuple[int, 
             )
             ids.update({(n, d, p): pk for n, d, p, pk in cursor.fetchall()})
     return ids
+
+
+def stored_gpu_values(
+    at: datetime, columns: Sequence[str]
+) -> dict[str, dict[tuple[str, int], float]]:
+    """The GPU values stored at step ``at``: column → (node name, gpu) → value (non-NULL).
+
+    What a counter carried into the next window starts from (``ingest.sampling``).
+    """
+    names = [c for c in columns if c in GPU_VALUE_COLUMNS or c in GPU_HEALTH_COLUMNS]
+    out: dict[str, dict[tuple[str, int], float]] = {c: {} for c in names}
+    if not names:
+        return out
+    select = ", ".join(f"s.{c}" for c in names)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT n.name, s.gpu, {select} FROM ingest_gpusample s "  # noqa: S608 - fixed names
+            "JOIN ingest_node n ON n.id = s.node_id WHERE s.ts = %s",
+            [at],
+        )
+        for node, gpu, *values in cursor.fetchall():
+            for name, value in zip(names, values, strict=True):
+                if value is not None:
+                    out[name][(node, gpu)] = value
+    return out
+
+
+def stored_ib_values(
+    at: datetime, columns: Sequence[str]
+) -> dict[str, dict[tuple[str, str, int], float]]:
+    """The IB values stored at step ``at``: column → (node, device, port) → value (non-NULL)."""
+    names = [c for c in columns if c in IB_VALUE_COLUMNS]
+    out: dict[str, dict[tuple[str, str, int], float]] = {c: {} for c in names}
+    if not names:
+        return out
+    select = ", ".join(f"s.{c}" for c in names)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT n.name, p.device, p.port, {select} FROM ingest_ibsample s "  # noqa: S608
+            "JOIN ingest_ibport p ON p.id = s.port_id JOIN ingest_node n ON n.id = s.node_id "
+            "WHERE s.ts = %s",
+            [at],
+        )
+        for node, device, port, *values in cursor.fetchall():
+            for name, value in zip(names, values, strict=True):
+                if value is not None:
+                    out[name][(node, device, port)] = value
+    return out

@@ -150,6 +150,11 @@ def load_piece(job: tuple[list[str], dict[str, str], Path, Path]) -> str:
     return ""
 
 
+#: Per exporter scrape intervals (simulator.targets.scrape_intervals) of the history and live.
+HISTORY_INTERVALS = "treydock=60s,30s"
+LIVE_INTERVALS = "dcgm=15s,treydock=60s,30s"
+
+
 def prepare_history(env: dict[str, str], nodes: int, hours: int, epoch: datetime) -> Path:
     """A fresh TSDB holding `hours` of simulator history ending now."""
     if DEMO.exists():
@@ -165,9 +170,10 @@ def prepare_history(env: dict[str, str], nodes: int, hours: int, epoch: datetime
         hours_piece = f"{(stop - start).total_seconds() / 3600:.6f}"
         command = [PY, "manage.py", "simulate", "history", "--nodes", str(nodes)]
         command += ["--scenario", "demo", "--epoch", epoch.isoformat(), "--end", stop.isoformat()]
-        # A sample every ingest step: counter rates are increases between consecutive steps,
-        # so a coarser history would read as alternating zero and double rates.
+        # A realistic mix (docs/scaling.md "Scrape intervals"): treydock's fabric walk every
+        # 60 s, the rest every 30 s (live, dcgm-exporter is scraped every 15 s).
         command += ["--hours", hours_piece, "--step", "30", "--out", str(history)]
+        command += ["--scrape-interval", HISTORY_INTERVALS]
         jobs.append((command, env, history, data))
     started = time.time()
     with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2))) as pool:
@@ -236,7 +242,7 @@ def main() -> None:
                 "--write-prometheus-config",
                 str(config),
                 "--scrape-interval",
-                "15s",
+                LIVE_INTERVALS,
             ],
             env,
         )

@@ -14,7 +14,7 @@ from simulator.model import Cluster
 from simulator.scenarios import SCENARIOS, with_scenario
 from simulator.server import SimulatorServer
 from simulator.spec import ClusterSpec, Dialect, ExporterOptions, default_epoch
-from simulator.targets import prometheus_config, write_file_sd
+from simulator.targets import prometheus_config, scrape_intervals, write_file_sd
 
 
 def parse_time(value: str) -> datetime:
@@ -77,7 +77,7 @@ def build_cluster(options: dict[str, object], epoch: datetime) -> Cluster:
         seed=int(options["seed"]),  # type: ignore[call-overload]
         epoch=epoch,
         exporters=exporters,
-        hostile_label=options.get("hostile_label") or None,  # type: ignore[arg-type]
+        hostile_label=options.get("hostile_label") or None,
     )
     return Cluster(with_scenario(replace(spec), str(options["scenario"])))
 
@@ -89,14 +89,15 @@ def run_history(options: dict[str, object], say: Callable[[str], None]) -> None:
     epoch = options.get("epoch") or end.replace(minute=0, second=0, microsecond=0)
     assert isinstance(epoch, datetime)
     cluster = build_cluster(options, epoch)
-    start = end - timedelta(hours=float(options["hours"]))  # type: ignore[arg-type]
+    start = end - timedelta(hours=float(options["hours"]))
     stats = write_history(
         cluster,
         start,
         end,
         float(options["step"]),
         Path(str(options["out"])),
-        str(options["families"]),  # type: ignore[arg-type]
+        str(options["families"]),
+        scrape_intervals(str(options.get("scrape_interval") or ""), float(options["step"])),
     )
     say(
         f"wrote {stats.samples} samples ({stats.bytes / 1e6:.1f} MB) to {stats.path} in "

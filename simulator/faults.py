@@ -26,6 +26,20 @@ class FaultKind:
     RUN_CRASH = "run_crash"
     CHECKPOINT_STALL = "checkpoint_stall"
     POOL_FLIP = "pool_flip"
+    # GPU hardware health (docs/simulator.md "Hardware faults"; docs/dcgm.md "Hardware health").
+    GPU_ECC_DBE = "gpu_ecc_dbe"
+    GPU_ROW_REMAP_FAILURE = "gpu_row_remap_failure"
+    GPU_ROW_REMAP_PENDING = "gpu_row_remap_pending"
+    GPU_THROTTLE = "gpu_throttle"
+    GPU_PCIE_REPLAY = "gpu_pcie_replay"
+
+    HARDWARE: tuple[str, ...] = (
+        GPU_ECC_DBE,
+        GPU_ROW_REMAP_FAILURE,
+        GPU_ROW_REMAP_PENDING,
+        GPU_THROTTLE,
+        GPU_PCIE_REPLAY,
+    )
 
     ALL: tuple[str, ...] = (
         TENSOR_DRIFT,
@@ -41,6 +55,7 @@ class FaultKind:
         RUN_CRASH,
         CHECKPOINT_STALL,
         POOL_FLIP,
+        *HARDWARE,
     )
 
 
@@ -65,7 +80,18 @@ DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
     FaultKind.RUN_CRASH: {"restart_seconds": 240.0, "after_checkpoint_seconds": None},
     FaultKind.CHECKPOINT_STALL: {},
     FaultKind.POOL_FLIP: {},
+    # The volatile DBE count the GPU holds from the fault's start until its end (the reset).
+    FaultKind.GPU_ECC_DBE: {"errors": 1},
+    FaultKind.GPU_ROW_REMAP_FAILURE: {},
+    FaultKind.GPU_ROW_REMAP_PENDING: {},
+    # DCGM_CLOCKS_EVENT_REASON_* bits set while the fault lasts (0x40: HW thermal slowdown),
+    # and the SM clock the slowdown leaves (MHz).
+    FaultKind.GPU_THROTTLE: {"mask": 0x40, "sm_clock_mhz": 990.0},
+    FaultKind.GPU_PCIE_REPLAY: {"rate_per_second": 0.5},
 }
+#: XID codes after which the GPU is gone ("fallen off the bus"): it reports nothing but its XID
+#: until the fault ends (the GPU is reset and returns with XID 0).
+GONE_XIDS = frozenset({79})
 
 # Faults with no end last "forever" (far past any simulated time).
 FOREVER = 4.0e9

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simulator.faults import ActiveFault, FaultKind
+from simulator.faults import GONE_XIDS, ActiveFault, FaultKind
 from simulator.model import P_IDLE, Cluster, NodeState
 from simulator.rng import entity_key, jitter, unit
 from simulator.topology import FB_TOTAL_MIB
@@ -15,6 +15,10 @@ NVLINK_BYTES_PER_IB_BYTE = 6.0
 NVLINK_BW_UNIT_BYTES = 1000 * 1024
 #: Framebuffer the driver reserves (DCGM_FI_DEV_FB_RESERVED), MiB.
 FB_RESERVED_MIB = 523.0
+#: DCGM_CLOCKS_EVENT_REASON_GPU_IDLE / _SW_POWER_CAP (go-dcgm pkg/dcgm/dcgm_fields.h): what a
+#: healthy GPU reports idle, and busy at its power limit.
+CLOCKS_GPU_IDLE = 0x1
+CLOCKS_SW_POWER_CAP = 0x4
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,16 @@ class GpuSample:
     correctable_remapped_rows: float
     mem_copy_util: float = 0.0
     fb_reserved: float = FB_RESERVED_MIB
+    # Hardware health (docs/dcgm.md "Hardware health").
+    ecc_dbe_vol: float = 0.0
+    uncorrectable_remapped_rows: float = 0.0
+    row_remap_failure: float = 0.0
+    row_remap_pending: float = 0.0
+    clock_events: int = 0
+    pcie_replay: float = 0.0
+    # Fallen off the bus (a GONE_XIDS fault): DCGM answers blank for every field, which
+    # dcgm-exporter skips; only the XID field keeps its last value.
+    absent: bool = False
 
 
 class GpuModel:
@@ -86,6 +100,8 @@ class GpuModel:
         energy = (P_IDLE * (t - state.boot) + extra_j + self._drift_energy(state, gpu)) * 1000
         busy = act > 0 or drift is not None
         fb_used = (72000.0 if state.run else 41000.0) if state.pod and busy else 0.0
+        health = self._health(state, gpu, busy, noise)
+        sm_clock = health.pop("sm_clock", 1980.0 if busy else 345.0)
         return GpuSample(
             util=util,
             tensor=tensor,
@@ -102,16 +118,51 @@ class GpuModel:
             energy_mj=energy,
             gpu_temp=31.0 + 0.075 * (power - P_IDLE) + noise,
             mem_temp=35.0 + 0.08 * (power - P_IDLE) + noise,
-            sm_clock=1980.0 if busy else 345.0,
+            sm_clock=sm_clock,  # type: ignore[arg-type]
             mem_clock=2619.0,
             fb_used=fb_used,
             fb_free=FB_TOTAL_MIB - FB_RESERVED_MIB - fb_used,
             xid=self._xid(state, gpu),
             nvlink_rate=NVLINK_BYTES_PER_IB_BYTE * state.bandwidth * act,
-            **self._nvlink_errors(state, gpu),
+            **self._nvlink_errors(state, gpu),  # type: ignore[arg-type]
             correctable_remapped_rows=self.remapped[state.node.index][gpu],
             mem_copy_util=min(100.0, 100.0 * (0.01 if drift else 0.3 * act)),
+            **health,  # type: ignore[arg-type]
         )
+
+    def _health(self, state: NodeState, gpu: int, busy: bool, noise: float) -> dict[str, object]:
+        """The hardware-health fields: healthy unless a hardware fault hits this GPU."""
+        faults, name, t = self.cluster.faults, state.node.name, state.t
+
+        def active(kind: str) -> list[ActiveFault]:
+            return [f for f in faults.active_on_node(kind, name, t) if f.hits_gpu(gpu)]
+
+        # A busy GPU sits at its power limit about half the time; an idle one reports idle.
+        clocks = (CLOCKS_SW_POWER_CAP if noise > 0.0 else 0) if busy else CLOCKS_GPU_IDLE
+        health: dict[str, object] = {"clock_events": clocks}
+        for fault in active(FaultKind.GPU_THROTTLE):
+            health["clock_events"] = clocks | int(fault.params["mask"])
+            health["sm_clock"] = float(fault.params["sm_clock_mhz"])
+        if dbe := active(FaultKind.GPU_ECC_DBE):
+            health["ecc_dbe_vol"] = float(sum(int(f.params["errors"]) for f in dbe))
+        if active(FaultKind.GPU_ROW_REMAP_FAILURE):
+            health["row_remap_failure"] = 1.0
+        if active(FaultKind.GPU_ROW_REMAP_PENDING):
+            health["row_remap_pending"] = 1.0
+        remaps = faults.on_node(FaultKind.GPU_ROW_REMAP_PENDING, name)
+        health["uncorrectable_remapped_rows"] = float(
+            sum(1 for f in remaps if f.hits_gpu(gpu) and f.start <= t)
+        )
+        replays = 0.0
+        for fault in faults.on_node(FaultKind.GPU_PCIE_REPLAY, name):
+            if fault.hits_gpu(gpu):
+                replays += int(
+                    float(fault.params["rate_per_second"]) * fault.overlap(state.boot, t)
+                )
+        health["pcie_replay"] = replays
+        gone = faults.active_on_node(FaultKind.XID, name, t)
+        health["absent"] = any(f.hits_gpu(gpu) and int(f.params["code"]) in GONE_XIDS for f in gone)
+        return health
 
     def _drift_energy(self, state: NodeState, gpu: int) -> float:
         joules = 0.0

@@ -1,7 +1,7 @@
 """History mode: OpenMetrics for `promtool tsdb create-blocks-from openmetrics`.
 
 Every sample carries the job/instance labels its live scrape would get, so backfilled blocks and
-live scrapes form one series. Samples sit on multiples of `step`, strictly before `end`, so the
+live scrapes form one series. Samples sit on multiples of `step` (or of each exporter's own scrape interval), strictly before `end`, so the
 live scrape that starts at `end` neither overlaps nor leaves a gap.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -43,6 +44,14 @@ KEY_FAMILIES = frozenset(
         "infiniband_switch_uplink_info",
         "up",
     }
+)
+#: The GPU hardware-health families ("key,<these>" adds them: the hardware rules' inputs).
+HEALTH_FAMILIES = (
+    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+    "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
+    "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+    "DCGM_FI_DEV_ROW_REMAP_PENDING",
+    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
 )
 WHOLE_DIALECTS = (Dialect.KSM, Dialect.KUEUE, Dialect.CHECKPOINTS)
 
@@ -94,11 +103,15 @@ def write_history(
     step: float = 60.0,
     out_path: str | Path = "history.om",
     families: str = "key",
+    intervals: Mapping[str, float] | None = None,
 ) -> HistoryStats:
-    """Write OpenMetrics samples for [start, end) every `step` seconds.
+    """Write OpenMetrics samples for [start, end): every `step` seconds, or per exporter.
 
     `families`: "key" (KEY_FAMILIES plus every ksm/kueue/checkpoint series), "all",
     "key,NAME,..." (key plus those families), or "NAME,..." (only those, plus `up`).
+    `intervals`: dialect → scrape interval (seconds), as ``targets.scrape_intervals`` parses
+    ``--scrape-interval``; a dialect not named is sampled every `step`. Each target's
+    samples sit on multiples of its own interval, as a Prometheus scrape aligned to them.
 
     A target whose node is down at an instant has no samples then, and its `up` series is 0.
     """
@@ -106,13 +119,21 @@ def write_history(
     renderer = renderer_for(cluster)
     keep, whole = family_filter(families)
     path = Path(out_path)
-    times = sample_times(_seconds(start), _seconds(end), step)
+    groups: dict[float, list[Target]] = {}  # interval → its targets, in the renderer's order
+    for target in renderer.targets:
+        groups.setdefault(float((intervals or {}).get(target.dialect, step)), []).append(target)
+    first, last = _seconds(start), _seconds(end)
+    due: dict[float, list[Target]] = {}
+    for every, members in sorted(groups.items()):
+        for t in sample_times(first, last, every):
+            due.setdefault(t, []).extend(members)
+    times = sorted(due)
     samples = 0
     with path.open("w", encoding="utf-8", newline="\n") as out:
         for t in times:
-            stamp = f" {int(t)}\n"
+            stamp = f" {_stamp(t)}\n"
             chunk: list[str] = []
-            for target in renderer.targets:
+            for target in due[t]:
                 up = renderer.is_up(target, t)
                 if keep is None or "up" in keep:
                     chunk.append(f"up{{{target.extra_labels}}} {int(up)}")
@@ -130,3 +151,8 @@ def write_history(
         first=times[0] if times else 0.0,
         last=times[-1] if times else 0.0,
     )
+
+
+def _stamp(t: float) -> str:
+    """An OpenMetrics timestamp: whole seconds as an integer, else milliseconds kept."""
+    return str(int(t)) if t == int(t) else f"{t:.3f}"

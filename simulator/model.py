@@ -42,6 +42,8 @@ class Pod:
     start: float
     phase: str
     restarts: int
+    # More labels kube_pod_labels carries (Kubernetes label name → value), e.g. a JobSet's.
+    labels: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -74,10 +76,13 @@ class Cluster:
             for slot in self.topology.slots
         ]
         seed = self.spec.seed
+        # Every clock of the model counts from the spec's epoch: the same seed is the same
+        # cluster around its epoch at any hour (schedules, reboots, daily load, noise).
+        self.origin = origin = self.spec.epoch_seconds
         self.keys = [entity_key(seed, n.name) for n in self.topology.nodes]
         self._phase = [unit(seed, "diurnal", n.index) * 2 * math.pi for n in self.topology.nodes]
         self._boot_phase = [
-            unit(seed, "boot", n.index) * REBOOT_SECONDS for n in self.topology.nodes
+            origin + unit(seed, "boot", n.index) * REBOOT_SECONDS for n in self.topology.nodes
         ]
         self._states: dict[tuple[int, float], NodeState] = {}
         self._since_boot: dict[tuple[int, float], tuple[float, float, float]] = {}
@@ -114,7 +119,7 @@ class Cluster:
 
     def controller_boot(self, t: float) -> float:
         """When kube-state-metrics / Kueue / the IB exporter last restarted."""
-        phase = unit(self.spec.seed, "controller") * REBOOT_SECONDS
+        phase = self.origin + unit(self.spec.seed, "controller") * REBOOT_SECONDS
         return phase + math.floor((t - phase) / REBOOT_SECONDS) * REBOOT_SECONDS
 
     # --- runs ----------------------------------------------------------------------------------
@@ -176,7 +181,7 @@ class Cluster:
         return NodeState(
             node=node,
             t=t,
-            tick=int(t // TICK),
+            tick=int((t - self.origin) // TICK),
             up=self.is_up(node, t),
             pool=pool,
             run=run,
@@ -194,13 +199,23 @@ class Cluster:
             phase = "Running"
         else:
             phase = "Succeeded" if run.outcome == SUCCEEDED else "Failed"
+        # A JobSet's pods belong to its child Job <jobset>-<replicatedJob>-<index> (JobSet's
+        # naming) and carry the JobSet's labels (jobset.sigs.k8s.io, api/jobset/v1alpha2).
+        jobset = run.queue.cluster_queue in self.spec.jobset_queues
+        owner = f"{run.name}-workers-0" if jobset else run.name
+        labels = (
+            (("jobset.sigs.k8s.io/jobset-name", run.name),
+             ("jobset.sigs.k8s.io/replicatedjob-name", "workers"))
+            if jobset else ()
+        )  # fmt: skip
         return Pod(
             namespace=run.queue.namespace,
-            name=f"{run.name}-worker-{worker}",
+            name=f"{owner}-{worker}" if jobset else f"{run.name}-worker-{worker}",
             uid=_uid(self.spec.seed, run.name, worker),
             container="trainer",
             owner_kind="Job",
-            owner_name=run.name,
+            owner_name=owner,
+            labels=labels,
             local_queue=run.queue.local_queue,
             priority_class=run.queue.priority_class,
             start=run.admitted_at,
@@ -226,10 +241,12 @@ class Cluster:
         )
 
     def _inference_activity(self, node: Node, t: float) -> float:
-        return 0.45 + 0.3 * math.sin(2 * math.pi * t / DAY + self._phase[node.index])
+        since = t - self.origin
+        return 0.45 + 0.3 * math.sin(2 * math.pi * since / DAY + self._phase[node.index])
 
     def _inference_work(self, node: Node, a: float, b: float) -> float:
         phase, k = self._phase[node.index], 2 * math.pi / DAY
+        a, b = a - self.origin, b - self.origin
         return 0.45 * (b - a) - 0.3 / k * (math.cos(k * b + phase) - math.cos(k * a + phase))
 
     def since_boot(self, state: NodeState) -> tuple[float, float, float]:

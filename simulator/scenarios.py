@@ -2,6 +2,7 @@
 
 Every single-fault scenario is named after its fault kind and lasts 30 minutes from the anchor;
 `ib_congestion_leaf` / `ib_congestion_run` congest every port under one leaf switch / of one run;
+the `gpu_*` hardware scenarios each hit one GPU of a run's node (docs/simulator.md "Hardware faults");
 `busy_healthy` has no fault but runs every job at line rate (xmit_wait rising with load, evenly)
 and admits each next workload a minute after it is queued;
 `demo` mixes most kinds over the day before the anchor and the hour after it.
@@ -22,6 +23,8 @@ from simulator.topology import INFERENCE
 WINDOW = timedelta(minutes=30)
 LINE_RATE = 48e9  # bytes/s per port: 96 % of an NDR link (the per-port jitter stays below 50 GB/s)
 RUN_KINDS = (FaultKind.RUN_CRASH, FaultKind.CHECKPOINT_STALL)
+#: Faults whose rule judges only GPUs of a run (gpu_throttle): the scenario needs one.
+NEEDS_RUN = (*RUN_KINDS, FaultKind.GPU_THROTTLE)
 
 
 class Scene:
@@ -60,7 +63,7 @@ class Scene:
 def _single(kind: str) -> Callable[[Scene], list[Fault]]:
     def build(scene: Scene) -> list[Fault]:
         start, end = scene.at, scene.at + WINDOW
-        run = scene.run() if kind in RUN_KINDS else scene.maybe_run()
+        run = scene.run() if kind in NEEDS_RUN else scene.maybe_run()
         nodes = run.nodes if run else (scene.training_node(0.0),)
         node = nodes[0]
         by_kind: dict[str, Fault] = {
@@ -75,6 +78,12 @@ def _single(kind: str) -> Callable[[Scene], list[Fault]]:
             FaultKind.NODE_DOWN: Fault(kind, start, end, nodes=[scene.inference_nodes()[0]]),
             FaultKind.KUEUE_STALL: Fault(kind, start, end, queue="cq-research"),
             FaultKind.POOL_FLIP: Fault(kind, start, end, nodes=scene.inference_nodes()[:4]),
+            # Hardware health: each on its own GPU of the node (XID uses 2, drift 3, NVLink 5).
+            FaultKind.GPU_ECC_DBE: Fault(kind, start, end, nodes=[node], gpus=[0]),
+            FaultKind.GPU_ROW_REMAP_FAILURE: Fault(kind, start, end, nodes=[node], gpus=[1]),
+            FaultKind.GPU_ROW_REMAP_PENDING: Fault(kind, start, end, nodes=[node], gpus=[4]),
+            FaultKind.GPU_THROTTLE: Fault(kind, start, end, nodes=[node], gpus=[6]),
+            FaultKind.GPU_PCIE_REPLAY: Fault(kind, start, end, nodes=[node], gpus=[7]),
         }
         if run is not None:
             by_kind[FaultKind.RUN_CRASH] = Fault(kind, start, run=run.name)

@@ -2,6 +2,8 @@
 
 Everything is a pure function of (seed, faults, time): a cycle's run is computed from hashes of
 (seed, slot, cycle index) and the faults that touch it, so any instant can be evaluated directly.
+Cycles are counted from the spec's epoch, not from the unix epoch: a seed lays out the same runs
+around its epoch whatever the hour (fixtures place faults on runs without searching for a seed).
 """
 
 from __future__ import annotations
@@ -170,7 +172,8 @@ class SlotSchedule:
         self.faults = faults
         self.hostile = hostile if slot.index == 0 else None
         self.length = 60.0 * round(60 * (3.0 + 5.0 * unit(seed, "cycle", slot.index)))
-        self.phase = unit(seed, "phase", slot.index) * self.length
+        origin = spec.epoch_seconds if spec else 0.0
+        self.phase = origin + round(unit(seed, "phase", slot.index) * self.length)
         self._cycles: dict[int, Run | None] = {}
         self._base: int | None = None
         self._cum: list[tuple[float, float, float]] = []
@@ -194,10 +197,10 @@ class SlotSchedule:
         """The run whose cycle covers t (it may still be queued or already over)."""
         return self.run(self.index_at(t))
 
-    def _admission(self, queued: float, latest: float) -> float | None:
+    def _admission(self, k: int, queued: float, latest: float) -> float | None:
         gap = self.admission_gap
         if gap is None:
-            gap = 60.0 + unit(self.seed, "gap", self.slot.index, queued) ** 2 * 0.3 * self.length
+            gap = 60.0 + unit(self.seed, "gap", self.slot.index, k) ** 2 * 0.3 * self.length
         admit = queued + gap
         stalls = [f for f in self.faults.of_kind(FaultKind.KUEUE_STALL) if self._stalls_me(f)]
         moved = True
@@ -220,7 +223,7 @@ class SlotSchedule:
 
     def _build(self, k: int) -> Run | None:
         start, end = self.bounds(k)
-        admit = self._admission(start, end - 1800.0)
+        admit = self._admission(k, start, end - 1800.0)
         if admit is None:
             return None
         key = (self.seed, self.slot.index, k)

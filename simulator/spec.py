@@ -40,6 +40,10 @@ class ExporterOptions:
     # The off-by-default NVLink error counters (users enable them in their CSV). None: on
     # when the scenario injects NVLink errors (its operators would have enabled them).
     dcgm_nvlink_errors: bool | None = None
+    # The hardware-health fields beyond the CSV's defaults: DCGM_FI_DEV_ECC_DBE_VOL_TOTAL (commented
+    # out in it), DCGM_FI_DEV_ROW_REMAP_PENDING and DCGM_FI_DEV_CLOCKS_EVENT_REASONS, which clusters
+    # that watch GPU health add to their CSV. False: the stock CSV (docs/dcgm.md "Hardware health").
+    dcgm_health_fields: bool = True
     # The off-by-default profiling fields SM_ACTIVE, SM_OCCUPANCY, PIPE_FP16/32/64_ACTIVE.
     dcgm_extra_fields: bool = False
     # err_code / err_msg labels on every DCGM_FI_DEV_XID_ERRORS sample (dcgm-exporter 3.3.6-3.4.2+).
@@ -103,6 +107,9 @@ class ClusterSpec:
     exporters: ExporterOptions = field(default_factory=ExporterOptions)
     # When set, the last node's name and slot 0's job names carry this string (XSS tests).
     hostile_label: str | None = None
+    # Runs of these ClusterQueues are launched as JobSets (one replicated job "workers"): their
+    # pods belong to the child Job <run>-workers-0 and carry jobset.sigs.k8s.io/jobset-name=<run>.
+    jobset_queues: tuple[str, ...] = ()
 
     @property
     def epoch_seconds(self) -> float:

@@ -11,6 +11,7 @@ dcgm-exporter on the pod network (`<pod IP>:9400`). On bare metal targets are na
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -162,16 +163,76 @@ def write_file_sd(targets: list[Target], address: str, path: Path) -> Path:
     return path
 
 
+#: ``--scrape-interval`` names: a dialect, or ``ib`` for both InfiniBand exporters.
+INTERVAL_ALIASES = {"ib": (Dialect.NODE_IB, Dialect.TREYDOCK), **{d: (d,) for d in Dialect.ALL}}
+_DURATION = re.compile(r"^(?P<value>\d+(?:\.\d+)?)(?P<unit>ms|s|m)?$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, None: 1.0}
+
+
+def duration_seconds(text: str) -> float:
+    """``"15s"``, ``"2m"``, ``"500ms"`` or a bare number of seconds → seconds (> 0)."""
+    match = _DURATION.match(text.strip())
+    seconds = float(match["value"]) * _UNIT_SECONDS[match["unit"]] if match else 0.0
+    if seconds <= 0:
+        raise ValueError(f"bad scrape interval {text!r}: use e.g. 15s, 2m or 500ms")
+    return seconds
+
+
+def scrape_intervals(text: str, default: float) -> dict[str, float]:
+    """Per dialect scrape interval (seconds) from ``"30s"`` or ``"dcgm=15s,ib=60s,30s"``.
+
+    A bare duration sets every dialect not named; ``ib`` names both IB exporters.
+    """
+    intervals = dict.fromkeys(Dialect.ALL, default)
+    named: dict[str, float] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        name, _, value = item.rpartition("=")
+        if not name:
+            intervals = dict.fromkeys(Dialect.ALL, duration_seconds(value))
+            continue
+        if name.strip() not in INTERVAL_ALIASES:
+            known = ", ".join(sorted(INTERVAL_ALIASES))
+            raise ValueError(f"unknown exporter {name!r} in scrape interval (known: {known})")
+        for dialect in INTERVAL_ALIASES[name.strip()]:
+            named[dialect] = duration_seconds(value)
+    return intervals | named
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:g}s" if seconds >= 1 else f"{round(seconds * 1000)}ms"
+
+
 def prometheus_config(file_sd_path: Path, scrape_interval: str = "15s") -> str:
-    """A minimal prometheus.yml that scrapes the simulator through file_sd."""
-    return (
-        "global:\n"
-        f"  scrape_interval: {scrape_interval}\n"
-        f"  evaluation_interval: {scrape_interval}\n"
-        "scrape_configs:\n"
-        "  - job_name: simulator\n"
-        f"    scrape_timeout: {scrape_interval}\n"
-        "    file_sd_configs:\n"
-        f"      - files: ['{file_sd_path}']\n"
-        "        refresh_interval: 5s\n"
-    )
+    """A minimal prometheus.yml that scrapes the simulator through file_sd.
+
+    ``scrape_interval`` as ``scrape_intervals`` reads it: one scrape job per distinct
+    interval, each keeping the file_sd groups of its exporters' ``job`` labels.
+    """
+    intervals = scrape_intervals(scrape_interval, duration_seconds("15s"))
+    by_interval: dict[float, list[str]] = {}
+    for dialect, seconds in intervals.items():
+        by_interval.setdefault(seconds, []).append(JOBS[dialect])
+    fastest = _duration(min(by_interval))
+    lines = [
+        "global:",
+        f"  scrape_interval: {fastest}",
+        f"  evaluation_interval: {fastest}",
+        "scrape_configs:",
+    ]
+    for seconds, jobs in sorted(by_interval.items()):
+        every = _duration(seconds)
+        lines += [
+            f"  - job_name: simulator-{every}",
+            f"    scrape_interval: {every}",
+            f"    scrape_timeout: {_duration(min(seconds, 15.0))}",
+            "    file_sd_configs:",
+            f"      - files: ['{file_sd_path}']",
+            "        refresh_interval: 5s",
+            "    relabel_configs:",
+            "      - source_labels: [job]",
+            f"        regex: '{'|'.join(sorted(jobs))}'",
+            "        action: keep",
+        ]
+    return "\n".join(lines) + "\n"

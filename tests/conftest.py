@@ -7,6 +7,7 @@ The test environment (own database and Redis db per run) is set by
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.test.utils import override_settings
 
+from tests.support.clock import FIXED_EPOCHS, forget_cached, pinned
 from tests.support.processes import (
     AsgiServer,
     CeleryWorker,
@@ -35,11 +37,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("bad environment for the tests: " + "; ".join(env.ERRORS))
 
 
-try:
-    from tests.support.fixtures import *  # noqa: F403 - Prometheus and simulator fixtures
-except ModuleNotFoundError as missing:
-    if missing.name != "tests.support.fixtures":
-        raise
+from tests.support.fixtures import *  # noqa: E402,F403 - Prometheus and simulator fixtures
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -65,6 +63,19 @@ def _empty_timeseries_after_committing_tests(
     if uses_transactional_db(list(request.fixturenames), marker.kwargs if marker else {}):
         with django_db_blocker.unblock():
             truncate_timeseries()
+
+
+@pytest.fixture(params=list(FIXED_EPOCHS.values()), ids=[f"epoch-{hhmm}" for hhmm in FIXED_EPOCHS])
+def fixed_epoch(request: pytest.FixtureRequest) -> Iterator[datetime]:
+    """``core.clock.now()`` pinned at each of four instants in turn (tests/support/clock.py).
+
+    A test that asks for it runs once per epoch; fixtures that build data "ending now"
+    (tests/dashboard's ``cluster``) read the same pinned clock.
+    """
+    forget_cached()
+    with pinned(request.param) as moment:
+        yield moment
+    forget_cached()
 
 
 @pytest.fixture

@@ -33,4 +33,10 @@ TEST_ENVIRONMENT = {
 for _name, _value in TEST_ENVIRONMENT.items():
     os.environ.setdefault(_name, _value)
 
+from config import env  # noqa: E402
 from config.settings import *  # noqa: E402,F403
+
+# Seconds ingest sleeps after each committed chunk (ingest/services.py), so a fault test can
+# kill a worker mid-cycle. Test-only: production settings do not define it. Subprocesses of
+# tests read it with DJANGO_SETTINGS_MODULE=tests.settings (tests/support/processes.py: PAUSED).
+INGEST_CHUNK_PAUSE_SECONDS = env.env_float("INGEST_CHUNK_PAUSE_SECONDS", 0.0, minimum=0.0)

@@ -5,7 +5,7 @@ import django.utils.timezone
 from django.conf import settings
 from django.db import migrations, models
 
-# The DOMAIN.md defaults at the time of this migration (frozen: later changes to
+# The rule defaults (docs/domain.md, docs/alerts.md) at the time of this migration (frozen: later changes to
 # the rule code do not rewrite stored settings; ``alerts.services.ensure_rule_configs``
 # adds rows for rules introduced later).
 DEFAULT_RULE_CONFIGS = [

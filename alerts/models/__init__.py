@@ -19,23 +19,43 @@ from .core import (
     SilenceableNode,
     SilenceAudit,
 )
-
-try:
-    from .notifications import *  # noqa: F403 - the notify models, whatever they are
-except ModuleNotFoundError as exc:  # pragma: no cover - only before notifications.py exists
-    if exc.name != f"{__name__}.notifications":
-        raise
+from .maintenance import NodeMaintenance
+from .notifications import (
+    AttemptOutcome,
+    ChannelKind,
+    DeliveryAttempt,
+    NotificationChannel,
+    NotificationGroup,
+    Outbox,
+    OutboxStatus,
+    SilenceMirror,
+)
+from .triage import AlertAudit, AlertTriage, NamespaceTeam, OverrideScope, RuleOverride
 
 __all__ = [
     "ACTIVE_STATES",
     "Alert",
+    "AlertAudit",
     "AlertEvent",
     "AlertState",
+    "AlertTriage",
+    "AttemptOutcome",
+    "ChannelKind",
+    "DeliveryAttempt",
     "Evaluation",
     "EventKind",
+    "NamespaceTeam",
+    "NodeMaintenance",
+    "NotificationChannel",
+    "NotificationGroup",
+    "Outbox",
+    "OutboxStatus",
+    "OverrideScope",
     "RuleConfig",
+    "RuleOverride",
     "Severity",
     "Silence",
-    "SilenceableNode",
     "SilenceAudit",
+    "SilenceMirror",
+    "SilenceableNode",
 ]

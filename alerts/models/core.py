@@ -9,6 +9,8 @@ state, severity, labels, value, context, summary, timestamps and the
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -16,13 +18,8 @@ from django.utils import timezone
 
 from ingest.models import Node
 
-
-class Severity(models.TextChoices):
-    """How bad an alert is; routing and notification styling key on it."""
-
-    CRITICAL = "critical", "Critical"
-    WARNING = "warning", "Warning"
-    INFO = "info", "Info"
+from ..matchers import describe_matchers
+from ..severity import Severity
 
 
 class AlertState(models.TextChoices):
@@ -135,11 +132,9 @@ class Silence(models.Model):
         indexes = [models.Index(fields=["ends_at"])]
 
     def __str__(self) -> str:
-        from alerts.silences import describe_matchers
-
         return describe_matchers(self.matchers)
 
-    def is_active(self, now: object = None) -> bool:
+    def is_active(self, now: datetime | None = None) -> bool:
         """Whether the silence mutes alerts at ``now`` (default: the current time)."""
         moment = now or timezone.now()
         return self.starts_at <= moment and (self.ends_at is None or moment < self.ends_at)

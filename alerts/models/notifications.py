@@ -148,6 +148,16 @@ class NotificationChannel(models.Model):
         default=timedelta(hours=4), validators=[_validate_positive]
     )
     send_resolved = models.BooleanField(default=True)
+    watchdog = models.BooleanField(
+        default=False,
+        help_text="Also send the always-firing watchdog alert (a dead man's switch: the receiver "
+        "pages when it stops arriving). It bypasses the severity and matchers.",
+    )
+    notify_acks = models.BooleanField(
+        default=False,
+        help_text="Tell this channel when an alert is acknowledged (a notification of the group; "
+        "PagerDuty: an acknowledge event).",
+    )
     enabled = models.BooleanField(default=True)
     disabled_reason = models.TextField(blank=True)
     disabled_at = models.DateTimeField(null=True, blank=True)
@@ -173,6 +183,7 @@ class NotificationChannel(models.Model):
             min_severity=self.min_severity,
             matchers=tuple(Matcher(m["name"], m["op"], m["value"]) for m in self.matchers),
             group_by=tuple(self.group_by),
+            watchdog=self.watchdog,
         )
 
     def timing(self) -> Timing:

@@ -8,9 +8,14 @@ it appears, then again at most every ``group_interval`` when its alerts change
 while anything still fires.
 
 The default grouping (an empty ``group_by``) is ``alertname`` plus
-``leaf_switch`` when the alert names one, else ``alertname`` plus ``node``: a
-leaf-switch fault that hits 32 nodes is one notification naming the switch and
-the nodes, while unrelated per-node faults stay separate.
+``leaf_switch`` when the alert names one (GPU alerts, which carry their node's leaf as
+attribution, excepted), else ``alertname`` plus ``node``: a leaf-switch fault that hits
+32 nodes is one notification naming the switch and the nodes, while unrelated per-GPU
+faults stay separate.
+
+An acknowledged alert (``AlertView.acked``) is not repeated at ``repeat_interval``; it
+still resolves. A channel told of acknowledgements (``tell_acks``) gets the group again
+when one of its alerts is acknowledged or the acknowledgement lapses.
 
 Silenced and inhibited ("muted") alerts are never notified as firing. A
 firing alert that was notified and is then muted stays recorded as ``muted``:
@@ -32,12 +37,13 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from ..matchers import MATCH_OPS, Matcher
+from ..severity import rank
 
 __all__ = ["MATCH_OPS", "Matcher"]  # re-exported: channels route with the silences' matchers
 
-SEVERITY_RANK = {"info": 1, "warning": 2, "critical": 3}
 ALL_LABELS = "..."  # group_by = ["..."]: every label, i.e. one group per alert
 ROOT_ROUTE_KEY = "{}"  # Alertmanager's key of a route without matchers
+WATCHDOG = "watchdog"  # the dead man's switch's alertname (alerts.watchdog)
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,7 @@ class AlertView:
     generator_url: str
     muted: bool = False
     inhibited_by: str = ""  # the inhibiting alert's alertname, when inhibited
+    acked: bool = False  # acknowledged (and not lapsed): no repeat notifications
 
 
 @dataclass(frozen=True)
@@ -64,10 +71,13 @@ class Route:
     min_severity: str = "info"
     matchers: tuple[Matcher, ...] = ()
     group_by: tuple[str, ...] = ()
+    watchdog: bool = False  # takes the always-firing watchdog (alerts.watchdog), whatever else
 
     def takes(self, alert: AlertView) -> bool:
         """Whether the alert reaches this channel."""
-        if SEVERITY_RANK.get(alert.severity, 0) < SEVERITY_RANK.get(self.min_severity, 0):
+        if alert.labels.get("alertname") == WATCHDOG:
+            return self.watchdog
+        if rank(alert.severity) < rank(self.min_severity):
             return False
         return all(matcher.matches(alert.labels) for matcher in self.matchers)
 
@@ -81,14 +91,17 @@ class Timing:
     repeat_interval: timedelta = timedelta(hours=4)
 
 
-FIRING, MUTED = "firing", "muted"  # the statuses a group records per notified alert
+# The statuses a group records per notified alert; ``acked``: notified as acknowledged
+# (channels that are told of acknowledgements only).
+FIRING, MUTED, ACKED = "firing", "muted", "acked"
 
 
 @dataclass
 class GroupState:
     """What a group has notified so far: alert id (as text) → ``firing`` or ``muted``.
 
-    ``muted``: notified as firing, muted since, so owed a resolution.
+    ``muted``: notified as firing, muted since, so owed a resolution. ``acked``: notified as
+    firing and acknowledged (to a channel told of acknowledgements).
     """
 
     first_seen_at: datetime
@@ -111,8 +124,13 @@ def group_labels(alert: AlertView, group_by: Sequence[str]) -> dict[str, str]:
         return dict(alert.labels)
     names = list(group_by)
     if not names:
-        names = ["alertname", "leaf_switch" if alert.labels.get("leaf_switch") else "node"]
+        names = ["alertname", "leaf_switch" if _by_leaf(alert.labels) else "node"]
     return {name: alert.labels[name] for name in names if alert.labels.get(name)}
+
+
+def _by_leaf(labels: Mapping[str, str]) -> bool:
+    # A GPU alert carries its node's leaf switch as attribution only: it stays grouped by node.
+    return bool(labels.get("leaf_switch")) and "gpu" not in labels
 
 
 _GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r"}
@@ -164,20 +182,28 @@ def group_alerts(alerts: Iterable[AlertView], route: Route) -> dict[str, list[Al
     return groups
 
 
-def _due(state: GroupState, changed: bool, firing: bool, timing: Timing, now: datetime) -> bool:
+def _due(
+    state: GroupState, changed: bool, firing: list[AlertView], timing: Timing, now: datetime
+) -> bool:
     if state.last_sent_at is None:
-        return firing and now >= state.first_seen_at + timing.group_wait
+        return bool(firing) and now >= state.first_seen_at + timing.group_wait
     if changed and now >= state.last_sent_at + timing.group_interval:
         return True
-    return firing and now >= state.last_sent_at + timing.repeat_interval
+    # Acknowledged alerts are not repeated: someone is on them.
+    repeating = any(not a.acked for a in firing)
+    return repeating and now >= state.last_sent_at + timing.repeat_interval
 
 
 def _owes_resolution(alert: AlertView, state: GroupState, send_resolved: bool) -> bool:
     # Receivers hold a notified alert as firing until told otherwise, even one muted since.
     notified = state.notified.get(str(alert.id))
     if send_resolved:
-        return notified in (FIRING, MUTED)
-    return notified == FIRING and not alert.muted
+        return notified in (FIRING, MUTED, ACKED)
+    return notified in (FIRING, ACKED) and not alert.muted
+
+
+def _notified_as(alert: AlertView, tell_acks: bool) -> str:
+    return ACKED if tell_acks and alert.acked else FIRING
 
 
 def decide(
@@ -186,8 +212,13 @@ def decide(
     timing: Timing,
     now: datetime,
     send_resolved: bool = True,
+    tell_acks: bool = False,
 ) -> Decision:
-    """Whether to notify a group now, and which alerts to put in the notification."""
+    """Whether to notify a group now, and which alerts to put in the notification.
+
+    Acknowledged firing alerts are not repeated; ``tell_acks``: an acknowledgement (or its
+    lapse) is a change of the group, notified like a new alert.
+    """
     firing = [a for a in alerts if a.status == "firing" and not a.muted]
     resolved = [
         a for a in alerts if a.status == "resolved" and _owes_resolution(a, state, send_resolved)
@@ -199,12 +230,14 @@ def decide(
     }
     if not firing and not resolved:
         return Decision([], muted, not muted)
-    changed = bool(resolved) or any(state.notified.get(str(a.id)) != FIRING for a in firing)
-    if not _due(state, changed, bool(firing), timing, now):
+    changed = bool(resolved) or any(
+        state.notified.get(str(a.id)) != _notified_as(a, tell_acks) for a in firing
+    )
+    if not _due(state, changed, firing, timing, now):
         # Keep what was notified for alerts still firing or still owed a resolution.
         owed = {str(a.id) for a in [*firing, *resolved]}
         return Decision([], {k: v for k, v in state.notified.items() if k in owed} | muted, False)
     if not firing and not send_resolved:
         return Decision([], {}, True)
-    notified = muted | {str(a.id): FIRING for a in firing}
+    notified = muted | {str(a.id): _notified_as(a, tell_acks) for a in firing}
     return Decision(firing + (resolved if send_resolved else []), notified, not notified)

@@ -180,6 +180,7 @@ def _failed(
         delay = _retry_delay(held.row.attempts, exc.retry_after)
         _finish(held, OutboxStatus.PENDING, AttemptOutcome.RETRY, exc, delay, response=response)
         return Result(held.row.id, AttemptOutcome.RETRY, delay)
+    metrics.count_given_up(channel.kind, outcome)
     _finish(held, OutboxStatus.FAILED, outcome, exc, response=response)
     return Result(held.row.id, outcome)
 

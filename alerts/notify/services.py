@@ -16,10 +16,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ObjectDoesNotExist
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from ..attribution import alert_hurts
 from ..models import (
     Alert,
     AlertState,
@@ -28,6 +30,7 @@ from ..models import (
     NotificationGroup,
     Outbox,
 )
+from ..watchdog import watchdog_view
 from . import silence_mirror
 from .forwarding import decide_forwarding
 from .grouping import (
@@ -39,7 +42,7 @@ from .grouping import (
     group_key,
     group_labels,
 )
-from .messages import ALERT_PATH, NODE_PATH, RUN_PATH, build_message, page_url
+from .messages import ALERT_PATH, NODE_PATH, RUN_PATH, build_message, page_url, rfc3339
 
 
 def _context_text(context: dict[str, Any]) -> str:
@@ -47,7 +50,7 @@ def _context_text(context: dict[str, Any]) -> str:
     return " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in pairs)
 
 
-def annotations(alert: Alert, external_url: str) -> dict[str, str]:
+def annotations(alert: Alert, external_url: str, now: datetime | None = None) -> dict[str, str]:
     """What a notification says about an alert beyond its labels: summary, values, links."""
     labels = alert.labels
     notes = {"summary": alert.summary}
@@ -62,11 +65,35 @@ def annotations(alert: Alert, external_url: str) -> dict[str, str]:
         notes["run"] = f"{namespace}/{run}" if namespace else run
         if namespace:
             notes["run_url"] = page_url(external_url, RUN_PATH, namespace=namespace, run=run)
+    notes["hurts"] = "; ".join(run["text"] for run in alert_hurts(alert))
+    notes.update(_triage_notes(alert, now))
     return {k: v for k, v in notes.items() if v}
 
 
-def alert_view(alert: Alert, external_url: str) -> AlertView:
-    """The notifier's view of one alert row."""
+def _triage(alert: Alert) -> Any:
+    try:
+        return alert.triage
+    except ObjectDoesNotExist:
+        return None
+
+
+def _triage_notes(alert: Alert, now: datetime | None = None) -> dict[str, str]:
+    """``acknowledged`` (who, when, until, comment) and ``assignee``, when set."""
+    triage = _triage(alert)
+    if triage is None:
+        return {}
+    notes = {"assignee": triage.assignee.get_username() if triage.assignee else ""}
+    if triage.is_acked(now) and triage.acked_at is not None:
+        who = triage.acked_by.get_username() if triage.acked_by else "someone"
+        text = f"by {who} at {rfc3339(triage.acked_at)}"
+        if triage.ack_until:
+            text += f" until {rfc3339(triage.ack_until)}"
+        notes["acknowledged"] = text + (f": {triage.ack_comment}" if triage.ack_comment else "")
+    return notes
+
+
+def alert_view(alert: Alert, external_url: str, now: datetime | None = None) -> AlertView:
+    """The notifier's view of one alert row (``now``: when an acknowledgement's "until" is judged)."""
     labels = {str(k): str(v) for k, v in alert.labels.items()}
     labels.setdefault("alertname", alert.rule)
     labels.setdefault("severity", alert.severity)
@@ -78,12 +105,13 @@ def alert_view(alert: Alert, external_url: str) -> AlertView:
         status="firing" if alert.state == AlertState.FIRING else "resolved",
         severity=alert.severity,
         labels=labels,
-        annotations=annotations(alert, external_url),
+        annotations=annotations(alert, external_url, now),
         starts_at=alert.firing_at or alert.pending_since,
         ends_at=alert.resolved_at,
         generator_url=page_url(external_url, ALERT_PATH, id=alert.id),
         muted=alert.silenced or alert.inhibited,
         inhibited_by=_inhibitor(alert),
+        acked=bool((triage := _triage(alert)) and triage.is_acked(now)),
     )
 
 
@@ -109,12 +137,14 @@ def flush(now: datetime | None = None) -> list[int]:
     return ids
 
 
-def _candidate_alerts(groups: Iterable[NotificationGroup], external_url: str) -> list[AlertView]:
+def _candidate_alerts(
+    groups: Iterable[NotificationGroup], external_url: str, now: datetime
+) -> list[AlertView]:
     owed = {int(alert_id) for group in groups for alert_id in group.notified}
     rows = Alert.objects.filter(
         Q(state=AlertState.FIRING) | Q(id__in=owed, state=AlertState.RESOLVED)
-    ).select_related("inhibited_by")
-    return [alert_view(alert, external_url) for alert in rows]
+    ).select_related("inhibited_by", "triage__acked_by", "triage__assignee")
+    return [alert_view(alert, external_url, now) for alert in rows]
 
 
 @transaction.atomic
@@ -130,7 +160,10 @@ def flush_channel(channel_id: int, now: datetime) -> list[int]:
     groups = {group.key_hash: group for group in channel.groups.all()}
     external_url = settings.EXTERNAL_URL
     written: list[int] = []
-    members_by_key = group_alerts(_candidate_alerts(groups.values(), external_url), channel.route())
+    candidates = _candidate_alerts(groups.values(), external_url, now)
+    if channel.watchdog and (alive := watchdog_view(now, external_url)) is not None:
+        candidates.append(alive)
+    members_by_key = group_alerts(candidates, channel.route())
     for key, members in members_by_key.items():
         group = groups.pop(_hash(key), None)
         if group is None and not any(_starts_group(channel, a) for a in members):
@@ -158,7 +191,7 @@ def _decide(
     if forwards(channel):
         resend = timedelta(seconds=settings.ALERTS_NOTIFY_ALERTMANAGER_RESEND_SECONDS)
         return decide_forwarding(state, members, resend, now)
-    return decide(state, members, channel.timing(), now, channel.send_resolved)
+    return decide(state, members, channel.timing(), now, channel.send_resolved, channel.notify_acks)
 
 
 def _apply(

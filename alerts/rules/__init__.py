@@ -6,7 +6,7 @@ order: derived rules such as ``ib_switch_fault`` come after their sources).
 
 from __future__ import annotations
 
-from . import checkpoints, cluster, gpu, ib, ib_congestion, ib_fabric, kueue  # noqa: F401 - registers the rules
+from . import checkpoints, cluster, gpu, gpu_health, ib, ib_congestion, ib_fabric, kueue  # noqa: F401 - registers the rules
 from .base import (
     REGISTRY,
     BaseRule,

@@ -161,7 +161,7 @@ class BaseRule:
         raise NotImplementedError
 
     def defaults(self) -> RuleSettings:
-        """The rule's built-in settings (the DOMAIN.md defaults)."""
+        """The rule's built-in settings (the defaults docs/domain.md and docs/alerts.md list)."""
         return RuleSettings(
             rule=self.id,
             enabled=True,

@@ -84,6 +84,30 @@ class XidPoint(NamedTuple):
     message: str
 
 
+class GpuHealthPoint(NamedTuple):
+    """A step where a GPU reported a hardware-health problem (sparse: ``alerts.queries.GPU_HEALTH``)."""
+
+    node: str
+    gpu: int
+    ts: float
+    ecc_dbe_vol: float  # volatile double-bit ECC errors since the GPU's last reset
+    pcie_replay: float  # PCIe replays over the step
+    row_remap_failure: float  # 1: row remapping failed
+    row_remap_pending: float  # 1: remaps wait for a GPU reset
+    clock_events: int  # DCGM_CLOCKS_EVENT_REASON_* bitmask
+
+
+class GoneXid(NamedTuple):
+    """A GPU's latest XID event when its code means the GPU is gone, and when it reported again."""
+
+    node: str
+    gpu: int
+    ts: float
+    code: int
+    message: str
+    returned: float | None  # the first GPU sample after an absence following the event
+
+
 class KueuePoint(NamedTuple):
     """A ClusterQueue's pending and admitted workloads at one step."""
 
@@ -170,6 +194,8 @@ class EvaluationData:
     ib: list[IbPoint] = field(default_factory=list)
     ib_errors: list[IbErrorPoint] = field(default_factory=list)
     xids: list[XidPoint] = field(default_factory=list)
+    gpu_health: list[GpuHealthPoint] = field(default_factory=list)
+    xid_gone: list[GoneXid] = field(default_factory=list)
     kueue: list[KueuePoint] = field(default_factory=list)
     assignments: list[Assignment] = field(default_factory=list)
     runs: list[RunCheckpoints] = field(default_factory=list)

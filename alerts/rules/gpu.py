@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Iterator
 from operator import attrgetter
 from typing import Any
 
+from ingest.drift import HUNG_GPU
+
 from .base import BaseRule, Param, RuleSettings, register
-from .data import Detail, EvaluationData, GpuPoint, NvlinkPoint, Signal, XidPoint
+from .data import Detail, EvaluationData, GoneXid, GpuPoint, NvlinkPoint, Signal, XidPoint
 from .series import Allocations, duration, group, iso, streak_start
 
 _GPU_KEY = attrgetter("node", "gpu")
 
 HARDWARE_XIDS = [48, 63, 64, 74, 79, 92, 94, 95, 119, 120]
 APPLICATION_XIDS = [13, 31, 43, 45]
+#: "GPU has fallen off the bus" (dcgm-exporter internal/pkg/collector/xid_errors.go): the GPU is
+#: unreachable until it is reset, so its alert lasts until it reports again, not a window.
+GONE_XIDS = [79]
 
 
 @register
@@ -22,7 +28,7 @@ class TensorDrift(BaseRule):
     """GPU util says busy while the tensor cores are idle, for a sustained time, on a GPU of a run.
 
     A GPU stuck in a hung NCCL collective shows ~100 % util at ~70 W with idle
-    tensor cores (DOMAIN.md). The condition at a step: util ≥ ``util_min`` (90 %)
+    tensor cores (docs/domain.md, "Drift"). The condition at a step: util ≥ ``util_min`` (90 %)
     and tensor activity ≤ ``tensor_max`` (0.05) and, when exported, SM activity
     ≤ ``sm_max`` (0.3: NCCL's spinning kernels occupy a few SMs) and power ≤
     ``power_max_watts`` (200 W: an H100/H200 training step draws 400–700 W).
@@ -47,11 +53,16 @@ class TensorDrift(BaseRule):
     for_seconds = 600
     keep_firing_for_seconds = 120
     params = (
-        Param("util_min", float, 90.0, "GPU util (%) at or above which the GPU counts as busy"),
+        Param(
+            "util_min",
+            float,
+            HUNG_GPU.util_min_percent,
+            "GPU util (%) at or above which the GPU counts as busy",
+        ),
         Param(
             "tensor_max",
             float,
-            0.05,
+            HUNG_GPU.tensor_max_ratio,
             "tensor-core activity (0..1) at or below which they count as idle",
         ),
         Param(
@@ -146,11 +157,15 @@ class GpuXid(BaseRule):
 
     DCGM's XID gauge is sticky, so ingest stores only new or changed codes; the
     condition holds for ``window_seconds`` (1 h) after each event. Codes in
-    neither list are ignored.
+    neither list are ignored. A "GPU gone" code (``gone_codes``: 79, "GPU has
+    fallen off the bus", NVIDIA's XID catalogue: the GPU is no longer reachable and
+    needs a reset) holds instead until the GPU reports again: its first sample after
+    an absence following the event (``alerts.queries.XID_GONE``), however long that takes
+    (looked back ``gone_forget_seconds``, 7 days).
     """
 
     id = "gpu_xid"
-    needs = ("xids",)
+    needs = ("xids", "xid_gone")
     family = "gpu"
     scope = ("node", "gpu")
     severity = "critical"
@@ -163,35 +178,47 @@ class GpuXid(BaseRule):
         ),
         Param("application_severity", str, "warning", "severity of application XIDs"),
         Param("window_seconds", int, 3600, "how long an XID keeps the condition true"),
+        Param(
+            "gone_codes", list, GONE_XIDS, "XIDs after which the GPU is gone until it reports again"
+        ),
+        Param("gone_forget_seconds", int, 7 * 86400, "how far back a gone GPU is still looked for"),
     )
 
     def signals(self, data: EvaluationData, settings: RuleSettings) -> Iterator[Signal]:
         p = settings.params
         hardware, application = set(p["hardware_codes"]), set(p["application_codes"])
-        for (node, gpu), events in group(data.xids, _GPU_KEY):
-            relevant = [x for x in events if x.code in hardware or x.code in application]
-            if relevant:
-                yield self._signal(node, gpu, relevant, hardware, settings)
+        gone = {(x.node, x.gpu): x for x in data.xid_gone if x.code in set(p["gone_codes"])}
+        by_gpu = dict(group(data.xids, _GPU_KEY))
+        for key in sorted(set(by_gpu) | set(gone)):
+            events = [x for x in by_gpu.get(key, []) if x.code in hardware | application]
+            latest = gone.get(key)
+            if latest is not None and all(x.ts != latest.ts for x in events):
+                events.insert(0, XidPoint(*latest[:5]))
+            if events:
+                node, gpu = key
+                yield self._signal(node, gpu, events, latest, hardware, settings, self.as_of(data))
 
     def _signal(
         self,
         node: str,
         gpu: int,
         events: list[XidPoint],
+        gone: GoneXid | None,
         hardware: set[int],
         settings: RuleSettings,
+        as_of: float,
     ) -> Signal:
+        p = settings.params
+        spans = _xid_spans(events, gone, set(p["gone_codes"]), float(p["window_seconds"]))
+        times, truth = _interval_points(spans, as_of)
+
         def describe(i: int) -> Detail:
-            window = [
-                x
-                for x in events[: i + 1]
-                if x.ts > events[i].ts - settings.params["window_seconds"]
-            ]
-            worst = next((x for x in reversed(window) if x.code in hardware), events[i])
+            active = [(x, end) for x, end in spans if x.ts <= times[i] < end]
+            window = [x for x, _ in active] or [events[0]]
+            worst = next((x for x in reversed(window) if x.code in hardware), window[-1])
             kind = "hardware" if worst.code in hardware else "application"
-            severity = (
-                settings.severity if kind == "hardware" else settings.params["application_severity"]
-            )
+            severity = settings.severity if kind == "hardware" else p["application_severity"]
+            absent = worst.code in set(p["gone_codes"])
             summary = f"XID {worst.code} ({kind}) on {node} GPU {gpu}" + (
                 f": {worst.message}" if worst.message else ""
             )
@@ -202,16 +229,54 @@ class GpuXid(BaseRule):
                 "at": iso(worst.ts),
                 "codes": sorted({x.code for x in window}),
             }
+            if absent:
+                returned = gone.returned if gone is not None and gone.ts == worst.ts else None
+                context |= {"gone": True, "returned_at": iso(returned) if returned else None}
+                summary += " — gone until it reports again"
             return Detail(float(worst.code), summary, context, severity)
 
-        times = [x.ts for x in events]
-        return Signal(
-            {"node": node, "gpu": str(gpu)},
-            times,
-            [True] * len(times),
-            float(settings.params["window_seconds"]),
-            describe,
-        )
+        return Signal({"node": node, "gpu": str(gpu)}, times, truth, math.inf, describe)
+
+
+def _xid_spans(
+    events: list[XidPoint], gone: GoneXid | None, gone_codes: set[int], window: float
+) -> list[tuple[XidPoint, float]]:
+    """(event, end of its condition): a window after it, or for a gone code until the GPU returns.
+
+    The latest gone event ends when the GPU reported again (never, while it has not); an
+    earlier one ends at the next event (the GPU was back to report it).
+    """
+    spans = []
+    for i, event in enumerate(events):
+        if event.code not in gone_codes:
+            spans.append((event, event.ts + window))
+        elif gone is not None and gone.ts == event.ts:
+            spans.append((event, math.inf if gone.returned is None else gone.returned))
+        else:
+            nxt = events[i + 1].ts if i + 1 < len(events) else event.ts + window
+            spans.append((event, nxt))
+    return spans
+
+
+def _interval_points(
+    spans: list[tuple[XidPoint, float]], as_of: float
+) -> tuple[list[float], list[bool]]:
+    """The union of [start, end) intervals as points held until the next (hold = inf):
+    true at each start, false at each end of the union that has passed by ``as_of``."""
+    times: list[float] = []
+    truth: list[bool] = []
+    covered_until = -math.inf
+    for event, end in sorted(spans, key=lambda span: span[0].ts):
+        if event.ts > covered_until and times and covered_until <= as_of:
+            times.append(covered_until)
+            truth.append(False)
+        times.append(event.ts)
+        truth.append(True)
+        covered_until = max(covered_until, end) if event.ts <= covered_until else end
+    if covered_until <= as_of:
+        times.append(covered_until)
+        truth.append(False)
+    return times, truth
 
 
 @register

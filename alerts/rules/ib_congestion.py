@@ -252,7 +252,7 @@ class _Judge:
     def _judge(self, shares: dict[Key, float], present: set[str], held: dict, busy_ports: int,
                per_run: dict) -> Step:  # fmt: skip
         if held:  # nodes running a run are the busy ones (an absent node's ports count as 0)
-            step = Step(shares, present, held, held.keys(), busy_ports, leaf_of=self.leaf_of)  # type: ignore[arg-type]
+            step = Step(shares, present, held, held.keys(), busy_ports, leaf_of=self.leaf_of)
         else:  # no run known: every present port is a peer
             busy = sum(self.ports_of.get(n, 0) for n in present)
             step = Step(shares, present, held, present, busy, leaf_of=self.leaf_of)

@@ -35,20 +35,23 @@ def intervals_signal(
     extra: dict[str, str] | None = None,
 ) -> Signal:
     """A signal true over each [start, end) interval (end None: still true); intervals may overlap."""
-    merged: list[list[float | None]] = []
+    merged: list[tuple[float, float | None]] = []
     for start, end in sorted(intervals, key=lambda iv: iv[0]):
-        if merged and (merged[-1][1] is None or start <= merged[-1][1]):  # type: ignore[operator]
-            last_end = merged[-1][1]
-            merged[-1][1] = None if end is None or last_end is None else max(last_end, end)
+        last_end = merged[-1][1] if merged else 0.0
+        if merged and (last_end is None or start <= last_end):
+            merged[-1] = (
+                merged[-1][0],
+                None if end is None or last_end is None else max(last_end, end),
+            )
         else:
-            merged.append([start, end])
+            merged.append((start, end))
     times: list[float] = []
     truth: list[bool] = []
-    for start, end in merged:
-        times.append(start)  # type: ignore[arg-type]
+    for begin, finish in merged:
+        times.append(begin)
         truth.append(True)
-        if end is not None:
-            times.append(end)
+        if finish is not None:
+            times.append(finish)
             truth.append(False)
     return Signal(labels, times, truth, math.inf, describe, extra or {})
 

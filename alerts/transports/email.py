@@ -20,7 +20,9 @@ from .slack import title
 from .webhook import DELIVERY_HEADER
 
 SMTP_OK = 250
-SHOWN_NOTES = ("summary", "value", "run", "node_url", "run_url")
+SHOWN_NOTES = (
+    "summary", "value", "hurts", "run", "node_url", "run_url", "acknowledged", "assignee",
+)  # fmt: skip
 
 
 def scope(alert: AlertPayload) -> str:
@@ -45,7 +47,11 @@ def plain_text(message: WebhookMessage) -> str:
 
 def _row(alert: AlertPayload) -> tuple[str, str, str, str]:
     notes = alert["annotations"]
-    return (alert["status"], scope(alert), notes.get("summary", ""), alert["generatorURL"])
+    summary = escape(notes.get("summary", ""))
+    if hurts := notes.get("hurts"):  # the run it hurts, linked to the run's timeline
+        link = format_html('<br><a href="{}">{}</a>', notes.get("run_url", ""), hurts)
+        summary = format_html("{}{}", summary, link)
+    return (alert["status"], scope(alert), summary, alert["generatorURL"])
 
 
 def html(message: WebhookMessage) -> str:

@@ -1,4 +1,4 @@
-"""PagerDuty Events API v2: one trigger or resolve event per alert, ``dedup_key`` = fingerprint.
+"""PagerDuty Events API v2: one trigger, acknowledge or resolve event per alert, ``dedup_key`` = fingerprint.
 
 Format from PagerDuty's own docs (github.com/PagerDuty/developer-docs,
 docs/events-API-v2/02-Trigger-Events.md and 04-Resolve-Events.md): POST to
@@ -8,7 +8,10 @@ docs/events-API-v2/02-Trigger-Events.md and 04-Resolve-Events.md): POST to
 info), ``timestamp``, ``class``, ``group``, ``custom_details``, plus ``links``.
 The routing key is the channel's secret (write-only in the admin, shown masked).
 A re-sent trigger with the same ``dedup_key`` updates the open alert, so
-retrying a group whose first events already went through is harmless.
+retrying a group whose first events already went through is harmless. An alert
+acknowledged in ClusterWatch is sent as an ``acknowledge`` event (01-Overview.md's
+Acknowledge example: ``routing_key``, ``dedup_key``, ``event_action`` only), so PagerDuty
+stops escalating it.
 """
 
 from __future__ import annotations
@@ -50,12 +53,14 @@ def summary(alert: AlertPayload) -> str:
 
 def event(alert: AlertPayload, routing_key: str, message: WebhookMessage) -> dict[str, Any]:
     """The Events API v2 body for one alert: a trigger while it fires, else a resolve."""
+    acked = alert["status"] == "firing" and bool(alert["annotations"].get("acknowledged"))
+    action = "acknowledge" if acked else "trigger" if alert["status"] == "firing" else "resolve"
     body: dict[str, Any] = {
         "routing_key": routing_key,
-        "event_action": "trigger" if alert["status"] == "firing" else "resolve",
+        "event_action": action,
         "dedup_key": alert["fingerprint"][:MAX_DEDUP_KEY],
     }
-    if alert["status"] != "firing":
+    if action != "trigger":
         return body
     labels = alert["labels"]
     body["payload"] = {

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..severity import rank
 from .base import HttpTransport
 from .payloads import AlertPayload, SlackMessage, WebhookMessage
 
@@ -22,7 +23,6 @@ MAX_MESSAGE_TEXT = 40_000
 ELLIPSIS = "…"
 # What clip() never cuts in half: an entity escape() writes, or a mrkdwn <link|text>.
 UNBREAKABLE = re.compile(r"&(?:amp|lt|gt);|<[^<>]*>")
-SEVERITY_RANK = {"critical": 3, "error": 3, "warning": 2, "info": 1}
 ICONS = {"firing": ":red_circle:", "resolved": ":large_green_circle:"}
 # Labels shown elsewhere in the message, not repeated in each alert's scope.
 QUIET_LABELS = {"alertname", "severity", "node"}
@@ -65,7 +65,7 @@ def scope(labels: dict[str, str], skip: set[str]) -> str:
 def severity(message: WebhookMessage) -> str:
     """The most severe severity among the message's alerts."""
     values = [a["labels"].get("severity", "") for a in message["alerts"]]
-    return max(values, key=lambda v: SEVERITY_RANK.get(v, 0), default="")
+    return max(values, key=rank, default="")
 
 
 def node_list(alerts: list[AlertPayload]) -> str:
@@ -97,8 +97,14 @@ def alert_line(alert: AlertPayload, group_labels: dict[str, str]) -> str:
     lines = [head]
     if summary := notes.get("summary"):
         lines.append(escape(summary))
-    if run := notes.get("run"):
+    if hurts := notes.get("hurts"):
+        lines.append(link(notes.get("run_url", ""), hurts))
+    elif run := notes.get("run"):
         lines.append("Run: " + link(notes.get("run_url", ""), run))
+    if acked := notes.get("acknowledged"):
+        lines.append(":eyes: acknowledged " + escape(acked))
+    if assignee := notes.get("assignee"):
+        lines.append("Assigned to " + escape(assignee))
     return clip("\n".join(lines), MAX_SECTION_CHARS)
 
 

@@ -12,8 +12,8 @@ node page and then by its JSON) are cached the same way, on their family's curso
 The whole overview is keyed on every cursor plus the alerts' change marker and a
 time tick (``overview_key``).
 
-``warm`` (an ingest after-commit hook, wired in config) builds the 24-hour
-heatmaps of the families just committed (and the overview's utilization after a
+``dashboard.api.builders.warm`` (an ingest after-commit hook, wired in config) builds the
+24-hour heatmaps of the families just committed (and the overview's utilization after a
 GPU commit), so even the first viewer after a cycle reads Redis. Since the per-node rollups a build costs ~0.1-0.2 s at 512 nodes.
 """
 
@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from django.conf import settings
 from django.core.cache import cache
@@ -31,16 +31,12 @@ from django.core.cache import cache
 from ingest.models import IngestCursor, Node
 
 from .. import alerting, summaries
-from ..choices import IB_METRICS, NICE_STEPS, HeatmapMetric, HeatmapSort
+from ..choices import IB_METRICS, NICE_STEPS
 from ..forms import TimeRange
 
 T = TypeVar("T")
 Columns = dict[str, dict[str, list]]
 TTL_SECONDS = 600
-#: What ``warm`` builds: the long window a second screen keeps open, at a laptop's plot width
-#: (any width from 864 px gives the same 5-minute columns, hence the same key).
-WARM_WINDOW = "24h"
-WARM_WIDTH = 1200
 log = logging.getLogger(__name__)
 
 
@@ -134,27 +130,3 @@ def cached(key: str | None, build: Callable[[], T]) -> T:
     except Exception:  # noqa: BLE001
         pass
     return value
-
-
-def warm(event: Mapping[str, Any]) -> int:
-    """Build and cache the 24 h heatmaps (row order by name) of the committed families.
-
-    An ``INGEST_AFTER_COMMIT_HOOKS`` entry taking the ``IngestCommitted`` event;
-    returns how many heatmaps were built.
-    """
-    from django.utils import timezone
-
-    from .views import build_heatmap, overview_window, utilization_block
-
-    if event.get("type") != "ingest.committed":
-        return 0
-    families = set(event.get("families") or ())
-    built = 0
-    for metric in HeatmapMetric.values:
-        if ("ib" if metric in IB_METRICS else "gpu") in families:
-            query = {"metric": metric, "window": WARM_WINDOW, "sort": HeatmapSort.NAME,
-                     "width": WARM_WIDTH}  # fmt: skip
-            built += build_heatmap(query) is not None
-    if "gpu" in families:
-        utilization_block(*overview_window(timezone.now()))  # not counted: not a heatmap
-    return built

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..choices import HeatmapMetric, HeatmapSort, Window
+from ..choices import HEATMAP_METRIC_IDS, IB_METRIC_CHOICES, HeatmapSort, Window
 from .registry import ERROR_RESPONSE, json_response, query, register_path, register_schema
 
 TIME = {"type": "string", "format": "date-time"}
@@ -27,7 +27,7 @@ def register() -> None:
         "Heatmap",
         _matrix(
             {
-                "metric": {"enum": HeatmapMetric.values}, "unit": {"type": "string"},
+                "metric": {"enum": HEATMAP_METRIC_IDS}, "unit": {"type": "string"},
                 "start": TIME, "end": TIME, "step": {"type": "integer", "description": "seconds"},
                 "nodes": {"type": "array", "items": {"type": "string"}},
                 "times": {"type": "array", "items": TIME, "description": "column start times"},
@@ -54,7 +54,7 @@ def register() -> None:
     register_path("/api/v1/heatmap", "get", {
         "summary": "Per-node heatmap of one metric (rows = nodes, columns = time)",
         "parameters": [
-            query("metric", "metric id (default ib_tx)", {"enum": HeatmapMetric.values}),
+            query("metric", "metric id (default ib_tx)", {"enum": HEATMAP_METRIC_IDS}),
             query("sort", "row order (default name)", {"enum": HeatmapSort.values}),
             *RANGE_PARAMETERS,
         ],
@@ -63,11 +63,11 @@ def register() -> None:
     register_path("/api/v1/rails", "get", {
         "summary": "Nodes × HCA ports for a window (one cell per port)",
         "parameters": [query("metric", "IB metric id (default ib_errors)",
-                             {"enum": HeatmapMetric.values[:5]}), *RANGE_PARAMETERS],
+                             {"enum": [metric for metric, _ in IB_METRIC_CHOICES]}), *RANGE_PARAMETERS],
         "responses": {"200": json_response("the rails matrix", "Rails"), "400": ERROR_RESPONSE},
     })  # fmt: skip
     register_path("/api/v1/overview", "get", {
-        "summary": "Node states, firing alerts, reported vs real utilization, drift GPU-hours, "
+        "summary": "Node states, firing alerts, reported vs real utilization, GPU-hours with idle tensor cores, "
                    "ingest health, queues, pools over the last 24 h",
         "responses": {"200": json_response("the overview", "Overview")},
     })  # fmt: skip

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from math import floor
 from typing import Any
 
+import orjson
 from django.http import HttpResponse, JsonResponse
 
 from ingest.selectors import HeatmapRows
 
 from .. import alerting
+from ..queries import compact_all
 from ..summaries import Utilization
 
 
@@ -31,6 +32,12 @@ def bad_request(parameter: str, detail: str) -> JsonResponse:
 def dumps(body: dict[str, Any]) -> str:
     """Compact JSON (no spaces: the heatmap is the largest payload we send)."""
     return json.dumps(body, separators=(",", ":"))
+
+
+def orjson_response(body: dict[str, Any]) -> HttpResponse:
+    """JSON of plain data (strings, numbers, None; ISO times already) encoded by orjson: the
+    node endpoint's ~9,000 floats took the standard encoder ~10 ms."""
+    return HttpResponse(orjson.dumps(body), content_type="application/json")
 
 
 def fast_json(body: dict[str, Any]) -> HttpResponse:
@@ -53,18 +60,8 @@ def with_marks(heatmap_json: bytes, marks: dict[str, dict[str, Any]]) -> HttpRes
 
 
 def _matrix(values: list[list[float | None]]) -> list[list[float | None]]:
-    # ``queries.compact`` inlined: this runs for every cell of the rails matrix.
-    return [
-        [
-            None
-            if v is None
-            else floor(v + 0.5) * 1.0
-            if abs(v) >= 1000
-            else floor(v * 1000 + 0.5) / 1000
-            for v in row
-        ]
-        for row in values
-    ]
+    # ``queries.compact`` inlined (``compact_all``): this runs for every cell of the rails matrix.
+    return [compact_all(row) for row in values]
 
 
 def heatmap_json(result: HeatmapRows, start: datetime, end: datetime) -> bytes:
@@ -101,14 +98,14 @@ def rails(result: Any, start: datetime, end: datetime) -> dict[str, Any]:
 
 
 def utilization(result: Utilization) -> dict[str, Any]:
-    """Reported vs real utilization series and drift GPU-hours."""
+    """Reported vs real utilization series and GPU-hours with idle tensor cores."""
     return {
         "start": iso(result.start),
         "end": iso(result.end),
         "step": result.step,
         "times": [iso(t) for t in result.times],
         "series": {name: {"util": u, "tensor": t} for name, (u, t) in result.series.items()},
-        "drift_gpu_hours": result.drift_gpu_hours,
+        "idle_tensor_gpu_hours": result.idle_tensor_gpu_hours,
     }
 
 
@@ -121,10 +118,9 @@ alert = plain
 
 
 def alerts_block(firing: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Whether alerting is available, counts per state and the firing alerts (``firing`` if given)."""
+    """Counts per state and the firing alerts (``firing`` if given)."""
     firing = alerting.firing() if firing is None else firing
     return {
-        "available": alerting.available(),
         "counts": alerting.counts(),
         "firing": [alert(a) for a in firing[:50]],
     }

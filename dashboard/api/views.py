@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from datetime import datetime, timedelta
-from typing import Any
-
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
-from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from ingest import selectors
@@ -17,23 +12,9 @@ from ingest.models import Node
 from .. import alerting, summaries
 from ..forms import HeatmapForm, NodeForm, RailsForm, first_error
 from . import serialize
-from .cache import cached, cursor_key, heatmap_key, node_columns, overview_key
+from .builders import build_heatmap, overview_body
+from .cache import node_columns
 from .registry import document
-
-
-def build_heatmap(query: Mapping[str, Any]) -> bytes | None:
-    """The heatmap for ``query`` (the endpoint's parameters) as UTF-8 JSON, cached; None if invalid."""
-    form = HeatmapForm(query)
-    if not form.is_valid():
-        return None
-    span = form.time_range()
-    metric, sort = form.cleaned_data["metric"], form.cleaned_data["sort"]
-
-    def build() -> bytes:
-        result = selectors.heatmap_rows(metric, span.start, span.end, span.step, sort)
-        return serialize.heatmap_json(result, span.start, span.end)
-
-    return cached(heatmap_key(metric, sort, span.start, span.end, span.step), build)
 
 
 @require_GET
@@ -56,42 +37,6 @@ def rails(request: HttpRequest) -> HttpResponse:
     return serialize.fast_json(serialize.rails(result, span.start, span.end))
 
 
-def overview_window(now: datetime) -> tuple[datetime, datetime]:
-    """The overview's 24 h window, ending at the next quarter hour (stable 15-minute columns)."""
-    end = now.replace(minute=now.minute - now.minute % 15, second=0, microsecond=0)
-    end += timedelta(minutes=15)
-    return end - timedelta(hours=24), end
-
-
-def utilization_block(start: datetime, end: datetime) -> dict[str, Any]:
-    """The overview's 24 h utilization (a 150 k-row rollup aggregate), cached per GPU ingest cycle."""
-    key = cursor_key("gpu", "overview-utilization", f"{start.timestamp():.0f}")
-    return cached(key, lambda: serialize.utilization(summaries.utilization(start, end, 900)))
-
-
-def overview_body() -> dict[str, Any]:
-    """Everything the overview shows, as JSON-ready data; built once per change (see ``overview_key``)."""
-    now = timezone.now()
-    return cached(overview_key(now), lambda: build_overview(now))
-
-
-def build_overview(now: datetime) -> dict[str, Any]:
-    """The overview's data at ``now`` (a dozen queries; ``overview_body`` caches it)."""
-    start, end = overview_window(now)
-    firing = alerting.firing()
-    states = summaries.node_states(firing)
-    times, counts = summaries.pool_timeline(start, end)
-    return {
-        "generated_at": serialize.iso(now),
-        "nodes": {**states, "as_of": serialize.iso(states["as_of"])},
-        "alerts": serialize.alerts_block(firing),
-        "utilization": utilization_block(start, end),
-        "ingest": [serialize.plain(row) for row in summaries.family_health(now)],
-        "queues": [serialize.plain(row) for row in summaries.queue_summary()],
-        "pools": {"times": [serialize.iso(t) for t in times], "counts": counts},
-    }
-
-
 @require_GET
 def overview(request: HttpRequest) -> JsonResponse:
     """Node states, alerts, reported vs real utilization, drift, ingest health, queues, pools."""
@@ -99,7 +44,7 @@ def overview(request: HttpRequest) -> JsonResponse:
 
 
 @require_GET
-def node(request: HttpRequest, name: str) -> JsonResponse:
+def node(request: HttpRequest, name: str) -> HttpResponse:
     """One node: per-GPU and per-port series, XIDs, runs, alerts, pool and leaf switch."""
     node = get_object_or_404(Node, name=name)
     form = NodeForm(request.GET)
@@ -107,7 +52,7 @@ def node(request: HttpRequest, name: str) -> JsonResponse:
         return serialize.bad_request(*first_error(form))
     span = form.time_range()
     gpus, ports = node_columns(node, span)
-    return JsonResponse(
+    return serialize.orjson_response(
         {
             "node": {
                 "name": node.name,

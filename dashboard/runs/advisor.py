@@ -1,7 +1,7 @@
 """Checkpoint advisor: Young/Daly optimal intervals and expected waste. Pure functions, no ORM.
 
-δ = checkpoint write time, M = mean time between failures of the job (DOMAIN.md, "Goodput and
-checkpoint cadence"):
+δ = checkpoint write time, M = mean time between failures of the job (docs/domain.md,
+"Checkpoints and goodput"):
 
 * Young: T = sqrt(2δM);
 * Daly: T = sqrt(2δM)·(1 + (1/3)·sqrt(δ/(2M)) + (1/9)·(δ/(2M))) − δ for δ < 2M, and T = M for δ ≥ 2M;

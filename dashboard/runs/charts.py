@@ -23,7 +23,8 @@ THEME: dict[str, Any] = {
     "plot_bgcolor": "rgba(0,0,0,0)",
     "font": {"color": "#e6edf3", "size": 12},
     "margin": {"l": 64, "r": 16, "t": 28, "b": 40},
-    "legend": {"orientation": "h", "y": -0.12},
+    # Above the plot: below it, a horizontal legend sat on the x axis' two-line date labels.
+    "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
 }
 GRID = {"gridcolor": "#2b3642", "zerolinecolor": "#2b3642"}
 STATE_COLOURS = {"running": "#4aa3ff", "succeeded": "#3fb950", "failed": "#f85149",
@@ -80,6 +81,7 @@ def _event_traces(run: RunFacts) -> list[dict[str, Any]]:
         ]
         traces.append({"type": "scatter", "mode": "markers", "name": label(kind), "x": [e.ts for e in events],
                        "y": [LANES["events"]] * len(events), "yaxis": "y3", "text": text, "hoverinfo": "text+x",
+                       "cliponaxis": False,  # the start event sits on the axis' first instant: not half-cut
                        "marker": {"symbol": EVENT_SYMBOLS.get(kind, "circle"), "size": 11,
                                   "color": "#f85149" if kind in ("restart", "failed", "node_lost") else "#d29922"}})  # fmt: skip
     return traces
@@ -143,14 +145,18 @@ def queue_history(history: QueueHistory) -> Figure:
         {"type": "scatter", "mode": "lines", "x": x, "y": history.pending_active, "name": "pending active"},
         {"type": "scatter", "mode": "lines", "x": x, "y": history.pending_inadmissible, "name": "pending inadmissible"},
         {"type": "scatter", "mode": "lines", "x": x, "y": history.admitted_active, "name": "admitted (running)"},
-        {"type": "scatter", "mode": "lines", "x": x, "y": history.wait_p50, "name": "wait p50 s", "yaxis": "y2",
-         "line": {"dash": "dot"}},
-        {"type": "scatter", "mode": "lines", "x": x, "y": history.wait_p95, "name": "wait p95 s", "yaxis": "y2",
-         "line": {"dash": "dot"}},
+        # Waits exist only in steps with an admission: markers, or a lone one is not drawn at all.
+        {"type": "scatter", "mode": "lines+markers", "x": x, "y": history.wait_p50, "name": "wait p50 s",
+         "yaxis": "y2", "line": {"dash": "dot"}, "marker": {"size": 5}},
+        {"type": "scatter", "mode": "lines+markers", "x": x, "y": history.wait_p95, "name": "wait p95 s",
+         "yaxis": "y2", "line": {"dash": "dot"}, "marker": {"size": 5}},
     ]  # fmt: skip
-    layout = {**THEME, "height": 240, "hovermode": "x unified", "xaxis": {**GRID, "type": "date"},
-              "yaxis": {**GRID, "title": {"text": "workloads"}},
-              "yaxis2": {**GRID, "overlaying": "y", "side": "right", "title": {"text": "s"}}}  # fmt: skip
+    # Both axes from zero: a flat series otherwise gets a range like 59.8-60.2 with repeated ticks.
+    layout = {**THEME, "height": 280, "hovermode": "x unified", "xaxis": {**GRID, "type": "date"},
+              "yaxis": {**GRID, "title": {"text": "workloads"}, "rangemode": "tozero"},
+              "yaxis2": {**GRID, "overlaying": "y", "side": "right", "title": {"text": "s"},
+                         "rangemode": "tozero", "automargin": True, "tickmode": "auto",
+                         "showgrid": False}}  # fmt: skip
     return {"data": data, "layout": layout}
 
 

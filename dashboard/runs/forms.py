@@ -6,8 +6,8 @@ from datetime import datetime, timedelta
 
 from django import forms
 from django.db import models
-from django.utils import timezone
 
+from core import clock
 from ingest.models import Job
 
 
@@ -36,7 +36,7 @@ class WindowForm(forms.Form):
 
     def span(self, now: datetime | None = None) -> tuple[datetime, datetime]:
         """(start, end) of the validated window (call after ``is_valid()``)."""
-        end = now or timezone.now()
+        end = now or clock.now()
         window = self.cleaned_data.get("window") or self.default_window
         return end - WINDOW_SPANS[RunWindow(window)], end
 

@@ -1,6 +1,6 @@
 """Goodput of training runs: ETTR and where the lost time went. Pure functions, no ORM.
 
-A run's wall time is split into productive time and three kinds of lost time (DOMAIN.md, "Goodput"):
+A run's wall time is split into productive time and three kinds of lost time (docs/domain.md, "Checkpoints and goodput"):
 
 * **redo**: work since the last checkpoint, thrown away by an interruption (crash, eviction,
   preemption, failure) and done again after the restart: ``[last checkpoint (or resume), crash]``;

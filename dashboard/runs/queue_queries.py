@@ -136,5 +136,5 @@ def evictions_by_reason(histories: list[QueueHistory]) -> dict[tuple[str, str], 
     table: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
     for history in histories:
         for row in history.evictions:
-            table[(str(row["kind"]), str(row["reason"]))][history.queue.name] = float(row["count"])  # type: ignore[arg-type]
+            table[(str(row["kind"]), str(row["reason"]))][history.queue.name] = float(row["count"])
     return dict(table)

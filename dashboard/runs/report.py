@@ -8,8 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.utils import timezone
-
+from core import clock
 from ingest.models import Checkpoint
 
 from . import queries, queue_queries
@@ -39,7 +38,7 @@ class RunReport:
 
 def advice_for(run: RunFacts, now: datetime | None = None) -> Advice:
     """The checkpoint advisor's figures for a run, MTBF from runs of similar size."""
-    population = queries.failure_population((now or timezone.now()) - ADVISOR_LOOKBACK)
+    population = queries.failure_population((now or clock.now()) - ADVISOR_LOOKBACK)
     similar = [
         (wall, failures) for gpus, wall, failures in population if is_similar(run.gpus, gpus)
     ]

@@ -83,7 +83,9 @@ def queue_list(request: HttpRequest) -> HttpResponse:
                 (h, charts.queue_history(h), f"fig-queue-{i}")
                 for i, h in enumerate(found.histories)
             ],
-            "evictions": charts.evictions(evictions_by_reason(found.histories)),
+            "evictions": charts.evictions(table)
+            if (table := evictions_by_reason(found.histories))
+            else None,
             "gantt": charts.gantt(found.runs) if found.runs else None,
             "goodput": charts.goodput_by_day(found.goodput) if found.goodput else None,
         }

@@ -5,7 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from urllib.parse import quote
 
+import orjson
 from django import template
+from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
 
 from ..api.serialize import iso
 
@@ -60,3 +63,19 @@ def short_time(value: datetime | str | None) -> str:
         datetime.fromisoformat(value.replace("Z", "+00:00")) if isinstance(value, str) else value
     )
     return moment.astimezone(UTC).strftime("%m-%d %H:%M UTC")
+
+
+#: What Django's ``json_script`` escapes, so the JSON cannot close its <script> element.
+_SCRIPT_ESCAPES = {ord(">"): "\\u003E", ord("<"): "\\u003C", ord("&"): "\\u0026"}
+
+
+@register.filter
+def figure_json(value: object, element_id: str) -> SafeString:
+    """``json_script`` for Plotly figures, encoded by orjson (a node page's figures are ~190 kB:
+    the standard encoder took ~5 ms of the page). Same escaping; UTC times end in ``Z``."""
+    text = orjson.dumps(value, option=orjson.OPT_UTC_Z | orjson.OPT_NON_STR_KEYS).decode()
+    return format_html(
+        '<script id="{}" type="application/json">{}</script>',
+        element_id,
+        mark_safe(text.translate(_SCRIPT_ESCAPES)),  # noqa: S308 - escaped just above
+    )

@@ -32,6 +32,7 @@ INDEXES = {
         "ingest_gpusample",
         "nvlink_crc_flit > 0 OR nvlink_crc_data > 0",
     ),
+    # ingest.drift.HUNG_GPU.predicate(), frozen here (tests/ingest/test_drift.py compares them)
     "ingest_gpusample_drift_ts": ("ingest_gpusample", "util >= 90 AND tensor <= 0.05"),
 }
 

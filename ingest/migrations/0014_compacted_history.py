@@ -24,7 +24,7 @@ REVERSE = "".join(
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("ingest", "0011_ibsample_wait_share_index"),
+        ("ingest", "0013_run_workloads"),
     ]
 
     operations = [

@@ -33,6 +33,7 @@ from .timeseries import (
     IbSample,
     IbValues,
     NodeRollup,
+    NodeTile,
 )
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "IbRollup",
     "NodeRollup",
     "HeatmapTile",
+    "NodeTile",
     "IbNodeStep",
     "ClusterQueue",
     "KueueSample",

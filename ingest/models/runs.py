@@ -10,7 +10,8 @@ from .kueue import ClusterQueue
 
 
 class Job(models.Model):
-    """A training run: a Kubernetes Job (namespace + name, from kube_pod_info's created_by_name)."""
+    """A training run: one top-level workload (a Job, JobSet, PyTorchJob, MPIJob, RayJob or
+    RayCluster, LeaderWorkerSet; namespace + name) with its pods (``ingest.runs_normalize``)."""
 
     class State(models.TextChoices):
         PENDING = "pending", "Pending"
@@ -21,6 +22,12 @@ class Job(models.Model):
 
     namespace = models.CharField(max_length=253)
     name = models.CharField(max_length=253)
+    kind = models.CharField(
+        max_length=64,
+        default="Job",
+        db_default="Job",
+        help_text="The top-level workload's kind (Job, JobSet, …).",
+    )
     local_queue = models.CharField(max_length=253, blank=True)
     cluster_queue = models.ForeignKey(
         ClusterQueue, null=True, blank=True, on_delete=models.SET_NULL

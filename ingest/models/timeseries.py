@@ -34,6 +34,24 @@ class GpuSample(GpuValues):
     ts = models.DateTimeField()
     node = models.ForeignKey(Node, on_delete=models.DO_NOTHING, db_constraint=False)
     gpu = models.SmallIntegerField()
+    # Hardware health (raw only, not rolled up; docs/dcgm.md "Hardware health"). real columns:
+    # whole counts and a 9-bit mask are exact in float4, at half the width of float8.
+    ecc_dbe_vol = models.FloatField(
+        null=True, help_text="DCGM_FI_DEV_ECC_DBE_VOL_TOTAL as read: DBEs since the last GPU reset"
+    )
+    pcie_replay = models.FloatField(
+        null=True, help_text="DCGM_FI_DEV_PCIE_REPLAY_COUNTER: increase over the step"
+    )
+    row_remap_failure = models.FloatField(
+        null=True, help_text="DCGM_FI_DEV_ROW_REMAP_FAILURE: 1 = row remapping failed"
+    )
+    row_remap_pending = models.FloatField(
+        null=True, help_text="DCGM_FI_DEV_ROW_REMAP_PENDING: 1 = remaps wait for a GPU reset"
+    )
+    clock_events = models.FloatField(
+        null=True,
+        help_text="DCGM_FI_DEV_CLOCKS_EVENT_REASONS: bitmask of DCGM_CLOCKS_EVENT_REASON_*",
+    )
 
     class Meta:
         managed = False
@@ -175,6 +193,31 @@ class HeatmapTile(models.Model):
 
     def __str__(self) -> str:
         return f"{self.metric} of node {self.node_id}, hour from {self.hour:%Y-%m-%d %H:%M}"
+
+
+class NodeTile(models.Model):
+    """One GPU or IB device of a node over one hour: every rollup column of its 5-minute buckets.
+
+    ``cells[k][c]`` is column c (``ingest.node_tiles.COLUMNS[family]``) of the bucket at
+    ``hour`` + 5 min × k, NULL where there is no value; bit k of ``mask`` says the device
+    had a rollup row in that bucket. An IB device's value is the mean over its ports. The
+    node page's 6 h reads 7 of these per device, not 72 rollup rows.
+    """
+
+    pk = models.CompositePrimaryKey("node_id", "family", "hour", "device")
+    node = models.ForeignKey(Node, on_delete=models.DO_NOTHING, db_constraint=False)
+    family = models.CharField(max_length=8, help_text='"gpu" or "ib"')
+    hour = models.DateTimeField(help_text="start of the hour (UTC)")
+    device = models.CharField(max_length=64, help_text='GPU index ("0") or IB device ("mlx5_0")')
+    mask = models.SmallIntegerField(help_text="bit k: the device had data in bucket k")
+    cells = ArrayField(ArrayField(models.FloatField(null=True)), help_text="float8[12][columns]")
+
+    class Meta:
+        managed = False
+        db_table = "ingest_nodetile"
+
+    def __str__(self) -> str:
+        return f"{self.family} {self.device} of node {self.node_id}, hour from {self.hour:%Y-%m-%d %H:%M}"
 
 
 class IbNodeStep(models.Model):

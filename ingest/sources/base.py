@@ -9,12 +9,19 @@ never commits, never touches the cursor, and must make ``store`` idempotent
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
+from django.conf import settings
+from django.db import connection
+
+from ..normalize import Collected, KeyOf
 from ..prometheus import PrometheusClient
+from ..sampling import SAMPLED_AT, CarryIn, Sampling
 
 
 @dataclass(frozen=True)
@@ -51,10 +58,57 @@ class StoreResult:
     rows: int = 0
 
 
+def fetch_sampling(
+    client: PrometheusClient, promql: str, window: Window, unit_of: KeyOf
+) -> Sampling | None:
+    """Each unit's sample times (``ingest.sampling``) over the window and the context before
+    it (two of the longest scrape intervals); None when the backend answered none."""
+    longest = settings.INGEST_MAX_SCRAPE_INTERVAL_SECONDS
+    context = -(-2 * longest // window.step) * window.step
+    collected = Collected()
+    start = window.start - timedelta(seconds=context)
+    collected.add_answers(
+        [SAMPLED_AT], client.query_ranges([(promql, start)], window.end, window.step), unit_of
+    )
+    at = collected.columns.get(SAMPLED_AT)
+    return Sampling(at, window.step, float(longest)) if at else None
+
+
+def read_stored(read: CarryIn) -> CarryIn:
+    """``read`` run where ``pull`` runs (a worker thread): its connection closed after."""
+
+    def carried() -> Mapping[str, Mapping[Any, float]]:
+        try:
+            return read()
+        finally:
+            if threading.current_thread() is not threading.main_thread():
+                connection.close()
+
+    return carried
+
+
 class Source(ABC):
-    """A family's fetch → normalise → store. Mandatory: ``family``, ``pull``, ``store``."""
+    """A family's fetch → normalise → store. Mandatory: ``family``, ``pull``, ``store``.
+
+    ``pull`` reads the network only, except that a counter carried into a window
+    (``ingest.sampling``) starts from the values the previous window of the same
+    instance computed, or, for the first window of a cycle, from what is stored.
+    """
 
     family: ClassVar[str]
+
+    def __init__(self) -> None:  # noqa: D107
+        #: dialect → (unix end of the last window pulled, column → key → its last values).
+        self.carried: dict[str, tuple[int, Mapping[str, Mapping[Any, float]]]] = {}
+
+    def carry_in(self, dialect: str, window: Window, stored: CarryIn) -> CarryIn:
+        """What counters carried into ``window`` start from: the previous window's last
+        values when this instance pulled it, else ``stored`` (read only if asked)."""
+        start = int(window.start.timestamp())
+        end, values = self.carried.get(dialect, (None, None))
+        if end == start and values is not None:
+            return lambda: values
+        return read_stored(stored)
 
     @abstractmethod
     def pull(self, client: PrometheusClient, window: Window) -> Batch:

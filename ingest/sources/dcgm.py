@@ -26,20 +26,32 @@ from ..normalize import (
     Column,
     KeyOf,
     Points,
-    column_at,
     int_label,
     steps,
     xid_events,
 )
 from ..prometheus import PrometheusClient, Series
 from ..queries import DCGM_MARKERS, DCGM_MODEL_LABEL, GPU, promql
-from ..store import GPU_TABLE, insert_rows, timestamps, upsert_nodes
-from .base import Batch, Source, StoreResult, Window
+from ..sampling import SAMPLED_AT, CarryIn, Sampling, Stepper
+from ..store import GPU_SAMPLE_TABLE, insert_rows, stored_gpu_values, timestamps, upsert_nodes
+from .base import Batch, Source, StoreResult, Window, fetch_sampling
 
 GAUGES = ("util", "tensor", "sm", "dram", "power", "temp")
 NVLINK_ERRORS = ("nvlink_crc_flit", "nvlink_crc_data", "nvlink_replay", "nvlink_recovery")
-SPEC = tuple(Column(name, "gauge") for name in GAUGES) + tuple(
-    Column(n, "increase") for n in NVLINK_ERRORS
+#: Hardware health (docs/dcgm.md "Hardware health"), after the value columns. The volatile DBE
+#: count is kept as read (it returns to 0 only when the GPU is reset, which is what the
+#: verdict needs to know); PCIe replays as per-step increases; the flags and the bitmask as read.
+HEALTH = (
+    Column("ecc_dbe_vol", "gauge"),
+    Column("pcie_replay", "increase"),
+    Column("row_remap_failure", "gauge"),
+    Column("row_remap_pending", "gauge"),
+    Column("clock_events", "gauge"),
+)
+SPEC = (
+    tuple(Column(name, "gauge") for name in GAUGES)
+    + tuple(Column(n, "increase") for n in NVLINK_ERRORS)
+    + HEALTH
 )
 #: NVLink bandwidth: DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL (a rate, see NVLINK_BW_UNIT_BYTES),
 #: else the PROF TX + RX gauges (bytes/s).
@@ -49,6 +61,7 @@ BANDWIDTH = (
     Column("nvlink_rx", "gauge"),
 )
 FETCHED = (*SPEC, *BANDWIDTH)
+COUNTER_COLUMNS = tuple(column.name for column in SPEC if column.kind != "gauge")
 #: Bytes/s in one unit of DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL (field 449). DCGM declares the
 #: field in MB/s (dcgmlib/src/dcgm_fields.cpp: DCGM_FIELD_UNIT_BW_MBPS) and computes it as
 #: the KiB delta of NVML's NVLINK_THROUGHPUT_DATA_{RX,TX} per second / 1000
@@ -85,12 +98,11 @@ class GpuPayload:
     models: dict[str, str] = field(default_factory=dict)
 
 
-def nvlink_bandwidth(
-    collected: Collected, keys: list[Hashable], with_counter: set[Hashable], ts: int, step: int
-) -> list[float | None]:
+def nvlink_bandwidth(stepper: Stepper, with_counter: set[Hashable], ts: int) -> list[float | None]:
     """Bytes/s over NVLink per key: the DCGM bandwidth field converted to bytes/s where the
     GPU has it in the window (``with_counter``), else PROF TX + RX gauges."""
-    total, tx, rx = (column_at(collected, column, keys, ts, step) for column in BANDWIDTH)
+    keys = stepper.keys
+    total, tx, rx = (stepper.values(column, ts) for column in BANDWIDTH)
     return [
         (None if rate is None else rate * NVLINK_BW_UNIT_BYTES)
         if key in with_counter
@@ -99,15 +111,28 @@ def nvlink_bandwidth(
     ]
 
 
-def build_rows(collected: Collected, times: list[int], step: int, payload: GpuPayload) -> None:
-    """Per (node, gpu, step) rows in ``GPU_TABLE`` column order; empty steps are not rows."""
+def build_rows(
+    collected: Collected,
+    times: list[int],
+    step: int,
+    payload: GpuPayload,
+    sampling: Sampling | None = None,
+    carry_in: CarryIn | None = None,
+) -> Stepper:
+    """Per (node, gpu, step) rows in ``GPU_SAMPLE_TABLE`` column order; empty steps are not rows.
+
+    ``sampling`` (per node: dcgm-exporter samples every GPU of a node at once) makes
+    counters exact at any scrape interval and a vanished exporter a gap (``ingest.sampling``).
+    """
     keys, with_counter = collected.keys(), collected.keys_of("nvlink_bw")
+    nodes = [key[0] for key in keys]
+    stepper = Stepper(collected, keys, step, sampling, lambda _column: nodes, carry_in)
     first: dict[str, int] = {}
     last: dict[str, int] = {}
     width = len(SPEC) + 1
     for ts in times:
-        columns = [column_at(collected, column, keys, ts, step) for column in SPEC]
-        columns.insert(6, nvlink_bandwidth(collected, keys, with_counter, ts, step))
+        columns = [stepper.values(column, ts) for column in SPEC]
+        columns.insert(6, nvlink_bandwidth(stepper, with_counter, ts))
         rows = [
             (ts, *key, *values)  # type: ignore[misc]
             for key, values in zip(keys, zip(*columns, strict=True), strict=True)
@@ -118,6 +143,7 @@ def build_rows(collected: Collected, times: list[int], step: int, payload: GpuPa
             first.setdefault(node, ts)
             last[node] = ts
     payload.seen = {node: (ts, last[node]) for node, ts in first.items()}
+    return stepper
 
 
 def collect_xids(
@@ -192,7 +218,17 @@ class GpuSource(Source):
         collected.add_answers(
             [column.name for column in fetched], answers, model_recorder(payload.models, key_of)
         )
-        build_rows(collected, payload.times[1:], window.step, payload)
+        sampling = fetch_sampling(
+            client,
+            promql("gpu", dialect, SAMPLED_AT, by=by),
+            window,
+            lambda labels: node_name(labels, names),
+        )
+        carry_in = self.carry_in(
+            dialect, window, lambda: stored_gpu_values(window.start, COUNTER_COLUMNS)
+        )
+        stepper = build_rows(collected, payload.times[1:], window.step, payload, sampling, carry_in)
+        self.carried[dialect] = (end, stepper.carry_out(COUNTER_COLUMNS))
         xids = client.query_range_lenient(
             promql("gpu", dialect, "xid", by=by), window.start, window.end, window.step
         )
@@ -210,7 +246,7 @@ class GpuSource(Source):
         seen = {n: payload.seen.get(n, (payload.times[-1], payload.times[-1])) for n in names}
         node_ids = upsert_nodes({n: (stamps[a], stamps[b]) for n, (a, b) in seen.items()})
         rows = [(stamps[r[0]], node_ids[r[1]], *r[2:]) for r in payload.rows]
-        inserted = insert_rows(GPU_TABLE, rows)
+        inserted = insert_rows(GPU_SAMPLE_TABLE, rows)
         store_gpu_models(payload.models, node_ids)
         return StoreResult(rows=inserted + store_xid_events(payload, node_ids, stamps))
 

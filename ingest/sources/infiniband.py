@@ -27,7 +27,6 @@ from ..normalize import (
     Collected,
     Column,
     Folded,
-    column_at,
     counter_max,
     int_label,
     saturation_masks,
@@ -36,8 +35,16 @@ from ..normalize import (
 )
 from ..prometheus import PrometheusClient
 from ..queries import IB, IB_MARKERS, promql
-from ..store import IB_TABLE, insert_rows, timestamps, upsert_nodes, upsert_ports
-from .base import Batch, Source, StoreResult, Window
+from ..sampling import SAMPLED_AT, Sampling, Stepper
+from ..store import (
+    IB_TABLE,
+    insert_rows,
+    stored_ib_values,
+    timestamps,
+    upsert_nodes,
+    upsert_ports,
+)
+from .base import Batch, Source, StoreResult, Window, fetch_sampling
 from .dcgm import node_by
 
 #: Stored columns in ``IB_TABLE`` order (before ``saturated``): saturation bit and the value
@@ -72,12 +79,20 @@ FOREIGN: PortKey = ("", "", -1)  # a port of a node another shard owns
 
 @dataclass
 class DialectPull:
-    """One dialect's answers folded by port key, the GUIDs it named, the CAs it skipped."""
+    """One dialect's answers folded by port key, the GUIDs it named, the CAs it skipped, and
+    when each of its scrape units (a node's node_exporter, a treydock HCA) was sampled."""
 
     dialect: str
     collected: Collected
     guids: dict[PortKey, str] = field(default_factory=dict)
     skipped_cas: dict[str, set[str]] = field(default_factory=dict)
+    sampled_at: Folded = field(default_factory=dict)
+
+    def unit(self, key: PortKey) -> tuple[str, ...]:
+        """The scrape unit of a port: its node (node_exporter) or its HCA (treydock)."""
+        return (
+            (self.dialect, key[0], key[1]) if self.dialect == "treydock" else (self.dialect, key[0])
+        )
 
 
 @dataclass
@@ -142,11 +157,13 @@ def dialects_present(client: PrometheusClient) -> list[str]:
     return found or [PREFERENCE[0]]
 
 
-def merge(pulls: list[DialectPull]) -> Collected:
-    """One port model: per (port, counter), the first dialect in ``pulls`` that has it."""
+def merge(pulls: list[DialectPull]) -> tuple[Collected, dict[str, dict[PortKey, DialectPull]]]:
+    """One port model: per (port, counter), the first dialect in ``pulls`` that has it; and,
+    with several dialects, which pull each (column, port) came from (its scrape unit)."""
     if len(pulls) == 1:  # the common case: nothing to merge, no copy (the hot path at scale)
-        return pulls[0].collected
+        return pulls[0].collected, {}
     merged = Collected(skipped=sum(p.collected.skipped for p in pulls))
+    origin: dict[str, dict[PortKey, DialectPull]] = {}
     for column in SPEC:
         into: Folded = {}
         have: set = set()
@@ -156,10 +173,40 @@ def merge(pulls: list[DialectPull]) -> Collected:
                 fresh = {k: v for k, v in values.items() if k not in have}
                 if fresh:
                     into.setdefault(ts, {}).update(fresh)
-            have |= pulled.collected.keys_of(column.name)
+            keys = pulled.collected.keys_of(column.name) - have
+            origin.setdefault(column.name, {}).update(dict.fromkeys(keys, pulled))  # type: ignore[arg-type]
+            have |= keys
         if into:
             merged.columns[column.name] = into
-    return merged
+    return merged, origin
+
+
+def sampling_of(
+    pulls: list[DialectPull],
+    origin: Mapping[str, Mapping[PortKey, DialectPull]],
+    keys: list[PortKey],
+    step: int,
+) -> tuple[Sampling | None, Callable[[str], list[tuple[str, ...]]]]:
+    """The merged pulls' sample times and, per column, each key's scrape unit."""
+    at: Folded = {}
+    for pulled in pulls:
+        for ts, sampled in pulled.sampled_at.items():
+            at.setdefault(ts, {}).update(sampled)
+    longest = float(settings.INGEST_MAX_SCRAPE_INTERVAL_SECONDS)
+    sampling = Sampling(at, step, longest) if at else None
+    if not origin:
+        every = [pulls[0].unit(key) for key in keys]
+        return sampling, lambda _column: every
+    shared: dict[tuple[int, ...], list[tuple[str, ...]]] = {}
+    by_column: dict[str, list[tuple[str, ...]]] = {}
+    for column in SPEC:
+        source = origin.get(column.name, {})
+        picks = [source.get(key, pulls[0]) for key in keys]
+        signature = tuple(id(p) for p in picks)
+        if signature not in shared:
+            shared[signature] = [p.unit(key) for p, key in zip(picks, keys, strict=True)]
+        by_column[column.name] = shared[signature]
+    return sampling, by_column.__getitem__
 
 
 def ib_ports(collected: Collected) -> tuple[list[PortKey], int]:
@@ -175,13 +222,19 @@ def build_rows(
     guids: Mapping[PortKey, str],
     step: int,
     payload: IbPayload,
-) -> None:
-    """Per (port, step) rows of ``keys``: values in SPEC order, then the saturation mask."""
+    stepper: Stepper | None = None,
+) -> Stepper:
+    """Per (port, step) rows of ``keys``: values in SPEC order, then the saturation mask.
+
+    ``stepper`` (with the pulls' sample times, ``sampling_of``) makes counters exact at any
+    scrape interval and a vanished exporter a gap; without one, values are over the step.
+    """
+    stepper = stepper or Stepper(collected, keys, step)
     first: dict[str, int] = {}
     last: dict[str, int] = {}
     full = [(*key, guids.get(key, "")) for key in keys]
     for ts in payload.times[1:]:
-        columns = [column_at(collected, column, keys, ts, step) for column in SPEC]
+        columns = [stepper.values(column, ts) for column in SPEC]
         for index in SMALLINT_COLUMNS:
             columns[index] = [None if v is None else int(v) for v in columns[index]]
         masks = saturation_masks(collected, SPEC, ts)
@@ -195,6 +248,7 @@ def build_rows(
             first.setdefault(node, ts)
             last[node] = ts
     payload.seen = {node: (ts, last[node]) for node, ts in first.items()}
+    return stepper
 
 
 def skip_notes(pulls: list[DialectPull], no_counters: int, stateless: int) -> list[str]:
@@ -210,18 +264,59 @@ def skip_notes(pulls: list[DialectPull], no_counters: int, stateless: int) -> li
     return notes
 
 
+def preferred(
+    hcas: Mapping[str, str],
+    pulled: DialectPull,
+    earlier: list[DialectPull],
+    names: NodeResolver,
+    owns: Callable[[str], bool] | None,
+) -> set[str]:
+    """The treydock columns the earlier (preferred) dialects already have for every host HCA.
+
+    Those would be dropped by ``merge``, so they are not fetched: with node_exporter on every
+    node, treydock's counters are not read at all. Also records the GUIDs of the earlier
+    dialects' ports and the CAs skipped (what folding treydock's counters would record).
+    """
+    devices: dict[tuple[str, str], str] = {}
+    for guid, hca in hcas.items():
+        name = split_hca(hca)
+        if name.skip:
+            pulled.skipped_cas.setdefault(name.skip, set()).add(guid)
+            continue
+        located = names.located((name.node, name.device), guid, {})
+        if located is not None and (owns is None or owns(located[0])):
+            devices[located] = guid
+    for earlier_pull in earlier:
+        for key in earlier_pull.collected.keys():
+            found = devices.get(key[:2])  # type: ignore[index]
+            if found:
+                pulled.guids[key] = found  # type: ignore[index]
+    covered = set()
+    for column in IB["treydock"]:
+        have = {key[:2] for e in earlier for key in e.collected.keys_of(column)}  # type: ignore[index]
+        if earlier and devices.keys() <= have:
+            covered.add(column)
+    return covered
+
+
 class IbSource(Source):
     """IB exporters → ``IbPort`` and ``IbSample`` rows."""
 
     family = Family.IB
 
     def _pull_dialect(
-        self, client: PrometheusClient, dialect: str, window: Window, names: NodeResolver
+        self,
+        client: PrometheusClient,
+        dialect: str,
+        window: Window,
+        names: NodeResolver,
+        earlier: list[DialectPull] | None = None,
     ) -> DialectPull:
         pulled = DialectPull(dialect, Collected())
         key_of: Callable[[Mapping[str, str]], PortKey | None] = partial(
             node_exporter_key, names=names
         )
+        covered: set[str] = set()
         if dialect == "treydock":
             # treydock has no node label: a shard reads the whole fabric, keeps its own nodes.
             client, owns = getattr(client, "base", client), getattr(client, "owns", None)
@@ -230,8 +325,12 @@ class IbSource(Source):
             hcas = {s.labels.get("guid", ""): s.labels.get("hca", "") for s in info.series}
             key_of = TreydockKeyer(hcas, pulled, owns, names)
             pulled.collected.skipped += info.skipped
+            covered = preferred(hcas, pulled, earlier or [], names, owns)
         by = node_by()
-        columns = [c for c in SPEC if c.name in IB[dialect]]  # treydock has no port state
+        # treydock has no port state; what a preferred dialect has is not fetched twice.
+        columns = [c for c in SPEC if c.name in IB[dialect] and c.name not in covered]
+        if not columns:
+            return pulled
         queries = [
             (promql("ib", dialect, c.name, by=by), window.fetch_start(c.kind)) for c in columns
         ]
@@ -240,20 +339,45 @@ class IbSource(Source):
         for folded in pulled.collected.columns.values():
             for values in folded.values():
                 values.pop(FOREIGN, None)
+        pulled.sampled_at = self._sampled_at(client, pulled, window, by, names)
         return pulled
+
+    @staticmethod
+    def _sampled_at(
+        client: PrometheusClient, pulled: DialectPull, window: Window, by: str, names: NodeResolver
+    ) -> Folded:
+        """When each scrape unit of the dialect was sampled (empty if the backend says not)."""
+        unit_of: Callable[[Mapping[str, str]], tuple[str, ...] | None]
+        if pulled.dialect == "treydock":
+            hcas = {guid: pulled.unit(key) for key, guid in pulled.guids.items()}
+            unit_of = lambda labels: hcas.get(labels.get("guid", ""))  # noqa: E731
+        else:
+            unit_of = lambda labels: (  # noqa: E731
+                None if (node := node_name(labels, names)) is None else (pulled.dialect, node)
+            )
+        query = promql("ib", pulled.dialect, SAMPLED_AT, by=by)
+        sampling = fetch_sampling(client, query, window, unit_of)
+        return sampling.at if sampling is not None else {}
 
     def pull(self, client: PrometheusClient, window: Window) -> Batch:
         """Per dialect present, one query_range per column (counters from the window start)."""
         names = resolver_for(client, window.start, window.end)
-        pulls = [self._pull_dialect(client, d, window, names) for d in dialects_present(client)]
-        collected = merge(pulls)
+        pulls: list[DialectPull] = []
+        for dialect in dialects_present(client):
+            pulls.append(self._pull_dialect(client, dialect, window, names, pulls))
+        collected, origin = merge(pulls)
         keys, no_counters = ib_ports(collected)
         guids: dict[PortKey, str] = {}
         for pulled in reversed(pulls):
             guids.update(pulled.guids)
         start, end = int(window.start.timestamp()), int(window.end.timestamp())
         payload = IbPayload(times=[start, *steps(start, end, window.step)])
-        build_rows(collected, keys, guids, window.step, payload)
+        sampling, units = sampling_of(pulls, origin, keys, window.step)
+        dialects = "+".join(p.dialect for p in pulls)
+        carry_in = self.carry_in(dialects, window, lambda: stored_ib_values(window.start, COUNTERS))
+        stepper = Stepper(collected, keys, window.step, sampling, units, carry_in)
+        build_rows(collected, keys, guids, window.step, payload, stepper)
+        self.carried[dialects] = (end, stepper.carry_out(COUNTERS))
         return Batch(
             self.family,
             window,

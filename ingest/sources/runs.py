@@ -1,6 +1,8 @@
 """Runs: jobs → pods → nodes over time, LocalQueue, phase, restarts and run events.
 
-A run is a Kubernetes Job (namespace + ``created_by_name`` of its pods). A pod's
+A run is a top-level workload: a Kubernetes Job (namespace + ``created_by_name`` of its
+pods), or the JobSet, Kubeflow job, RayJob / RayCluster or LeaderWorkerSet the controllers'
+pod labels name (``runs_normalize.pod_workloads``). A pod's
 stay on a node is one ``PodAssignment`` whose ``last_seen`` is extended while the
 pod is seen there at consecutive steps; a gap or a move starts a new row. A rise
 of the restart count is a ``restart`` RunEvent (the runs page's "crash") at the
@@ -31,6 +33,7 @@ from ..runs_normalize import (
     add_queues,
     add_reasons,
     add_restarts,
+    pod_workloads,
     terminated_reasons,
 )
 from ..stepseries import to_datetime
@@ -53,7 +56,8 @@ class RunsSource(Source):
             return fetch(client, promql(self.family, queries.RUNS, name), window, batch)
 
         data: RunsData = batch.payload
-        batch.skipped += add_pod_info(data, query("pod_info"), step)
+        workloads = pod_workloads(query("pod_workload"))
+        batch.skipped += add_pod_info(data, query("pod_info"), step, workloads)
         add_queues(data, query("pod_queue"))
         add_phases(data, query("pod_phase"), start)
         add_restarts(
@@ -71,7 +75,9 @@ class RunsSource(Source):
         )
         job_ids = upsert_jobs(
             {
-                key: JobSeen(to_datetime(j.first), to_datetime(j.last), j.local_queue, j.state)
+                key: JobSeen(
+                    to_datetime(j.first), to_datetime(j.last), j.local_queue, j.state, j.kind
+                )
                 for key, j in data.jobs.items()
             }
         )

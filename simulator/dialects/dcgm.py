@@ -23,6 +23,7 @@ from simulator.spec import ExporterOptions
 from simulator.topology import DRIVER_VERSION, GPU_MODEL
 
 DEFAULT, PROF, EXTRA, NVLINK_ERRORS = "default", "prof", "extra", "nvlink_errors"
+HEALTH = "health"  # commented out in the CSV (ECC) or not in it: what health monitoring enables
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ FIELDS: tuple[Field, ...] = (
     Field("DCGM_FI_DEV_POWER_USAGE", "power", GAUGE, "Power draw (in W).", double=True, legacy="dcgm_power_usage"),
     Field("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "energy_mj", COUNTER,
           "Total energy consumption since boot (in mJ).", legacy="dcgm_total_energy_consumption"),
-    Field("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "zero", COUNTER, "Total number of PCIe retries.",
+    Field("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "pcie_replay", COUNTER, "Total number of PCIe retries.",
           legacy="dcgm_pcie_replay_counter"),
     Field("DCGM_FI_DEV_GPU_UTIL", "util", GAUGE, "GPU utilization (in %).", legacy="dcgm_gpu_utilization"),
     Field("DCGM_FI_DEV_MEM_COPY_UTIL", "mem_copy_util", GAUGE, "Memory utilization (in %).",
@@ -65,11 +66,11 @@ FIELDS: tuple[Field, ...] = (
     Field("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "nvlink_bw", COUNTER,
           "Total number of NVLink bandwidth counters for all lanes.", legacy="dcgm_nvlink_bandwidth_total"),
     Field("DCGM_FI_DEV_VGPU_LICENSE_STATUS", "zero", GAUGE, "vGPU License status"),
-    Field("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "zero", COUNTER,
+    Field("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "uncorrectable_remapped_rows", COUNTER,
           "Number of remapped rows for uncorrectable errors"),
     Field("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "correctable_remapped_rows", COUNTER,
           "Number of remapped rows for correctable errors"),
-    Field("DCGM_FI_DEV_ROW_REMAP_FAILURE", "zero", GAUGE, "Whether remapping of rows has failed"),
+    Field("DCGM_FI_DEV_ROW_REMAP_FAILURE", "row_remap_failure", GAUGE, "Whether remapping of rows has failed"),
     Field("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gr_engine", GAUGE, "Ratio of time the graphics engine is active.",
           PROF, True, "dcgm_fi_prof_gr_engine_active"),
     Field("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "tensor", GAUGE, "Ratio of cycles the tensor (HMMA) pipe is active.",
@@ -97,6 +98,14 @@ FIELDS: tuple[Field, ...] = (
     Field("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "nvlink_recovery", COUNTER,
           "Total number of NVLink recovery errors.", NVLINK_ERRORS,
           legacy="dcgm_nvlink_recovery_error_count_total"),
+    # Hardware health beyond the CSV's defaults: the ECC line is commented out in it; the other
+    # two are DCGM fields any CSV may list (go-dcgm pkg/dcgm/const_fields.go, fields 396 and 112).
+    Field("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "ecc_dbe_vol", COUNTER,
+          "Total number of double-bit volatile ECC errors.", HEALTH, legacy="dcgm_ecc_dbe_volatile_total"),
+    Field("DCGM_FI_DEV_ROW_REMAP_PENDING", "row_remap_pending", GAUGE, "Whether remapping of rows is pending",
+          HEALTH),
+    Field("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "clock_events", GAUGE, "Current clock event reasons (bitmask)",
+          HEALTH),
 )  # fmt: skip
 # xidErrCodeToText (internal/pkg/collector/xid_errors.go) for the codes the faults use.
 XID_MESSAGES = {
@@ -133,6 +142,8 @@ def _enabled(item: Field, options: ExporterOptions) -> bool:
         return options.dcgm_profiling and options.dcgm_extra_fields
     if item.group == NVLINK_ERRORS:
         return options.dcgm_nvlink_errors
+    if item.group == HEALTH:
+        return options.dcgm_health_fields
     return True
 
 
@@ -215,19 +226,27 @@ def _value(sample: GpuSample, item: Field) -> str:
 def render(
     samples: list[GpuSample], labels: list[list[Entity]], options: ExporterOptions, lines: Lines
 ) -> None:
-    """Write one node's dcgm-exporter exposition from its per-GPU samples."""
-    texts = [entity.text for entities in labels for entity in entities]
+    """Write one node's dcgm-exporter exposition from its per-GPU samples.
+
+    A GPU that fell off the bus (``absent``) keeps only its XID field: DCGM answers blank
+    for the others, and dcgm-exporter skips blank values (internal/pkg/collector/gpu_collector.go).
+    """
     repeat = [len(entities) for entities in labels]
+    shown = [not sample.absent for sample, n in zip(samples, repeat, strict=True) for _ in range(n)]
+    every = [entity.text for entities in labels for entity in entities]
+    texts = [text for text, ok in zip(every, shown, strict=True) if ok]
     for family, item in families(options):
         lines.family(family)
         values = [_value(sample, item) for sample in samples]
         if item.attr == "xid" and options.dcgm_xid_labels:
             _render_xid(family.name, samples, labels, values, lines)
+            continue
+        expanded = [v for v, n in zip(values, repeat, strict=True) for _ in range(n)]
+        if item.attr == "xid":
+            lines.samples(family.name, every, expanded)
         else:
             lines.samples(
-                family.name,
-                texts,
-                [v for v, n in zip(values, repeat, strict=True) for _ in range(n)],
+                family.name, texts, [v for v, ok in zip(expanded, shown, strict=True) if ok]
             )
 
 

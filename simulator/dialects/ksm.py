@@ -9,6 +9,8 @@ exporters' DaemonSet pods included — and ``kube_node_info{node, …, internal_
 
 from __future__ import annotations
 
+import re
+
 from simulator.exposition import COUNTER, GAUGE, Family, Lines, big, label_str
 from simulator.model import NodeState, Pod
 from simulator.targets import ExporterPod, node_ip, pod_ip
@@ -84,6 +86,12 @@ def _pod_info(state: NodeState, pod: Pod) -> str:
     )
 
 
+def prometheus_label(name: str) -> str:
+    """A Kubernetes label as kube-state-metrics names it in kube_pod_labels: ``label_`` + the
+    name with every character outside [a-zA-Z0-9_] turned into ``_`` (its sanitizeLabelName)."""
+    return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", name)
+
+
 def _pod_labels(pod: Pod) -> str:
     pairs = _pod_key(pod)
     if pod.local_queue:
@@ -93,6 +101,7 @@ def _pod_labels(pod: Pod) -> str:
         ]
     else:
         pairs += [("label_app", pod.owner_name.rsplit("-", 1)[0])]
+    pairs += [(prometheus_label(name), value) for name, value in pod.labels]
     return label_str(pairs)
 
 

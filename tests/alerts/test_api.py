@@ -45,12 +45,15 @@ def test_alerts_are_listed_with_their_fields(logged_in_client: Client) -> None:
         "labels": {"alertname": "gpu_xid", "node": "gpu-001", "gpu": "2"}, "node": "gpu-001",
         "started_at": (NOW - timedelta(minutes=10)).isoformat(), "firing_at": NOW.isoformat(),
         "resolved_at": None, "value": 79.0, "summary": "XID 79 on gpu-001 GPU 2",
-        "silenced": False, "inhibited": False,
-    }]}  # fmt: skip
+        "silenced": False, "inhibited": False, "acknowledged": None, "assignee": None, "hurts": [],
+    }], "next": None}  # fmt: skip
     assert [
         a["rule"] for a in logged_in_client.get("/api/v1/alerts?node=gpu-002").json()["alerts"]
     ] == ["ib_link_flap"]
-    assert logged_in_client.get("/api/v1/alerts?rule=gpu_tensor_drift").json() == {"alerts": []}
+    assert logged_in_client.get("/api/v1/alerts?rule=gpu_tensor_drift").json() == {
+        "alerts": [],
+        "next": None,
+    }
 
 
 @pytest.mark.parametrize(

@@ -27,14 +27,14 @@ def test_evaluate_alerts_command_evaluates_once() -> None:
 
 def test_backtest_rule_replays_with_overrides_and_changes_nothing() -> None:
     node = seed.nodes(["gpu-001"], ports=0)["gpu-001"]
-    seed.xid(node, 1, NOW - 5 * 3600, 79)
+    seed.xid(node, 1, NOW - 5 * 3600, 48)
     seed.xid(node, 1, NOW - 3600 * 2, 13)
     seed.cover(NOW)
     out = StringIO()
     call_command("backtest_rule", "gpu_xid", "--since", "1d", stdout=out)
     lines = out.getvalue().splitlines()
     assert "2 alert(s) would have fired" in lines[0]
-    assert "gpu=1 node=gpu-001  XID 79 (hardware) on gpu-001 GPU 1: xid 79" in lines[1]
+    assert "gpu=1 node=gpu-001  XID 48 (hardware) on gpu-001 GPU 1: xid 48" in lines[1]
     out = StringIO()
     call_command(
         "backtest_rule", "gpu_xid", "--since", "1d", "--set", "application_codes=[]", stdout=out

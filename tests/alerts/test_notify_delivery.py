@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -228,3 +229,47 @@ def test_failures_are_counted_for_the_metrics_endpoint() -> None:
     assert samples[("clusterwatch_notification_failures_total", "500")] == 1.0
     assert samples[("clusterwatch_notification_failures_total", "429")] == 1.0
     assert samples[("clusterwatch_notification_channels_disabled", "")] == 0.0
+
+
+def _notification_samples() -> dict[tuple[str, ...], float]:
+    from alerts.notify.metrics import NotificationCollector
+
+    return {
+        (s.name, *s.labels.values()): s.value
+        for family in NotificationCollector().collect()
+        for s in family.samples
+    }
+
+
+def test_given_up_deliveries_and_the_outbox_backlog_are_exported(
+    settings: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from alerts.notify.metrics import GIVEN_UP_KEY, _redis
+
+    _redis().delete(GIVEN_UP_KEY)
+    settings.ALERTS_NOTIFY_MAX_ATTEMPTS = 2  # type: ignore[attr-defined]
+    make_alert("gpu-001")
+    with start_receiver(SERVER_ERROR, SERVER_ERROR) as receiver:
+        make_channel("webhook", receiver.url)
+        flush_at(0)
+        flush_at(30)
+        Outbox.objects.update(created_at=STARTED)
+        with monkeypatch.context() as clock:
+            clock.setattr(timezone, "now", lambda: STARTED + timedelta(seconds=300))
+            waiting = _notification_samples()
+        send_all()
+    samples = _notification_samples()
+
+    backlog = ("clusterwatch_notification_outbox_backlog",)
+    oldest = ("clusterwatch_notification_outbox_oldest_seconds",)
+    assert (waiting[backlog], waiting[oldest]) == (1.0, 300.0)
+    assert (samples[backlog], samples[oldest]) == (0.0, 0.0)
+    given_up = {
+        k[1:]: v for k, v in samples.items() if k[0] == "clusterwatch_notification_given_up_total"
+    }
+    assert len(given_up) == 15  # every channel kind x (gave_up, rejected, channel_gone), from 0
+    assert {k: v for k, v in given_up.items() if v} == {("webhook", "gave_up"): 1.0}
+    assert [a[:3] for a in attempts()] == [
+        (1, AttemptOutcome.RETRY, 500),
+        (2, AttemptOutcome.GAVE_UP, 500),
+    ]

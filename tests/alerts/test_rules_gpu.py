@@ -68,12 +68,16 @@ def test_checkpoint_dips_do_not_fire_drift() -> None:
 def test_short_data_loading_stalls_do_not_fire_drift() -> None:
     # 2-minute stalls at full util with idle tensor cores, every 6 minutes: pending at most.
     stall = lambda ts: (ts - T0) % 360 < 120  # noqa: E731
-    points = gpu_series("gpu-001", 0, NOW - 1800, NOW, tensor=lambda ts: 0.01 if stall(ts) else 0.45,
-                        sm=0.1, power=lambda ts: 120.0 if stall(ts) else 620.0)  # fmt: skip
-    found = findings(
-        "gpu_tensor_drift", data(NOW, gpu=points, assignments=run_on(["gpu-001"], T0, NOW))
-    )
-    assert all(f.state != "firing" for f in found)
+    last_stall_sample = NOW + 90  # a stall runs [NOW, NOW + 120): judged at its longest
+
+    def at(now: float) -> list[tuple[str, float]]:
+        points = gpu_series("gpu-001", 0, NOW - 1800, now, tensor=lambda ts: 0.01 if stall(ts) else 0.45,
+                            sm=0.1, power=lambda ts: 120.0 if stall(ts) else 620.0)  # fmt: skip
+        evaluation = data(now, gpu=points, assignments=run_on(["gpu-001"], T0, now))
+        return [(f.state, f.since) for f in findings("gpu_tensor_drift", evaluation)]
+
+    assert at(last_stall_sample) == [("pending", NOW)]
+    assert at(NOW + 120) == [("inactive", NOW)]  # cleared without ever firing
 
 
 def test_idle_node_does_not_fire_drift() -> None:

@@ -52,7 +52,10 @@ def test_drift_sustained_in_stored_data_fires_at_the_first_evaluation(cluster: d
         "critical",
     )
     assert alert.labels == {"alertname": "gpu_tensor_drift", "severity": "critical", "node": "gpu-001", "gpu": "3",
-                            "namespace": "train", "run": "llama"}  # fmt: skip
+                            "namespace": "train", "run": "llama", "pool": "training"}  # fmt: skip
+    # The run it hurts, as of its start: both nodes, 8 GPUs each (their samples say so).
+    assert alert.context["hurts"] == [{"namespace": "train", "run": "llama", "queue": "", "cluster_queue": "",
+                                       "team": "", "gpus": 16, "nodes": 2}]  # fmt: skip
     assert alert.pending_since == seed.dt(NOW - 720)
     assert alert.firing_at == seed.dt(NOW - 120)
     assert alert.value == 0.003
@@ -116,7 +119,7 @@ def test_a_port_that_left_active_and_came_back_is_a_link_flap_one_still_down_is_
         "ib_link_flap",
         "firing",
         {"alertname": "ib_link_flap", "severity": "critical", "node": "gpu-001", "device": "mlx5_0",
-         "port": "1"},
+         "port": "1", "pool": "training"},
     )  # fmt: skip
     assert (flap.pending_since, flap.firing_at) == (seed.dt(NOW - 510), seed.dt(NOW - 510))
     assert flap.context == {"flaps": [[iso(NOW - 510), "state left active and returned"]]}
@@ -179,7 +182,7 @@ def test_silenced_alerts_are_recorded_and_unsilenced_when_the_silence_ends(
 
 
 def test_until_resolved_silence_ends_when_its_alerts_resolve(cluster: dict, staff_user) -> None:
-    seed.xid(cluster["gpu-001"], 2, NOW - 3500, 79)
+    seed.xid(cluster["gpu-001"], 2, NOW - 3500, 48)
     seed.cover(NOW)
     silence = create_silence(
         matchers=node_matchers("gpu-001"),
@@ -233,7 +236,7 @@ def test_a_change_publishes_one_typed_live_event_after_commit(
 
 def test_a_fault_that_returns_after_resolution_opens_a_new_alert(cluster: dict) -> None:
     node = cluster["gpu-001"]
-    seed.xid(node, 2, NOW - 7200, 79)
+    seed.xid(node, 2, NOW - 7200, 64)
     seed.cover(NOW - 4000)
     evaluate(now=NOW - 4000)
     seed.cover(NOW - 3000)

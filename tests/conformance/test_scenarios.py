@@ -19,7 +19,9 @@ from django.db import connection
 from django.test.utils import override_settings
 
 from alerts.models import Alert, Evaluation
+from ingest.models import Node
 from simulator import Cluster, ClusterSpec
+from simulator.history import HEALTH_FAMILIES
 from simulator.render import renderer_for
 from simulator.scenarios import scenario_faults, with_scenario
 from tests.alerts.acceptance import Replay, empty_ingest_tables, ingest_history, replay
@@ -45,9 +47,13 @@ PORT_FAULTS = ("ib_symbol_errors", "ib_link_flap", "ib_counter_saturated", "ib_s
 IB_SCENARIOS = (*CONGESTION, *((name, 3 * GAP) for name in PORT_FAULTS))
 
 
+#: The key families plus the GPU hardware-health ones.
+WITH_HEALTH = ",".join(("key", *HEALTH_FAMILIES))
+
+
 #: The seed whose busy_healthy schedule fits every scenario at EPOCH + offset (fixed: the epoch is
 #: pinned, so it was found once; ``spec_with`` fails loudly if a schedule change breaks it).
-SEED = 1
+SEED = 2
 
 
 def spec_with(scenarios: tuple[tuple[str, float], ...]) -> ClusterSpec:
@@ -74,22 +80,37 @@ def stored_wait() -> dict[str, float]:
 
 
 def replayed(spec: ClusterSpec, start: float, end: float, workdir: Path, blocker,  # noqa: ANN001
-             every: float = REPLAY_STEP) -> tuple:  # fmt: skip
+             every: float = REPLAY_STEP, families: str = "key") -> tuple:  # fmt: skip
     """(stored wait, replay, evaluations) of [start, end): served, ingested, replayed from +10 min
     every ``every`` seconds (each evaluation's windows reach back to the previous one's, so a
     longer step still judges every stored step)."""
     cluster = Cluster(spec)
     history = timedelta(seconds=end - start)
-    with simulated_prometheus(cluster, workdir, history, STEP, "30s", "key", end, "100y") as prom:
+    with simulated_prometheus(
+        cluster, workdir, history, STEP, "30s", families, end, "100y"
+    ) as prom:
         with blocker.unblock(), override_settings(**PINNED_RETENTION):
             ingest_history(prom)
             try:
                 result = replay(start + 600, end - STEP, every)
-                return stored_wait(), result, Evaluation.objects.count()
+                leaves = dict(Node.objects.values_list("name", "leaf_switch"))
+                return stored_wait(), result, Evaluation.objects.count(), leaves
             finally:
                 Alert.objects.all().delete()
                 Evaluation.objects.all().delete()
                 empty_ingest_tables()
+
+
+def key(rule: str, **labels: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """The (rule, sorted labels) key ``fired`` answers by."""
+    return rule, tuple(sorted(labels.items()))
+
+
+def hurt(spec: ClusterSpec, node: str, t: float) -> dict[str, str]:
+    """The attribution labels of an alert on ``node`` begun at ``t``: its run then, pool, GPU."""
+    run = next(r for r in Cluster(spec).runs_at(t) if node in r.nodes)
+    return {"namespace": run.queue.namespace, "run": run.name, "queue": run.queue.local_queue,
+            "pool": "training", "gpu_model": "NVIDIA H100 80GB HBM3"}  # fmt: skip
 
 
 def fired(
@@ -119,6 +140,7 @@ def busy_healthy(
             Path(tmp_path_factory.mktemp("busy")),
             django_db_blocker,
             BUSY_REPLAY_STEP,
+            WITH_HEALTH,  # the GPU hardware rules judge it too (healthy: nothing may fire)
         ),
     )
 
@@ -154,7 +176,7 @@ def test_busy_healthy_runs_every_job_at_line_rate_with_wait_rising_with_load(bus
 
 
 def test_busy_healthy_raises_no_alert_at_all_in_3_hours(busy_healthy) -> None:  # noqa: ANN001
-    _, (stored, result, evaluations) = busy_healthy
+    _, (stored, result, evaluations, _) = busy_healthy
     assert fired(result) == {}
     # It was judged: 3 h of IB samples (359 steps: a rate needs the step before), 34 evaluations;
     # the old rule (1e5 "ticks"/s) fired on every busy row, and the largest share lost is the
@@ -168,25 +190,25 @@ def test_busy_healthy_raises_no_alert_at_all_in_3_hours(busy_healthy) -> None:  
 def test_each_congestion_scenario_raises_one_alert_at_its_scope_and_nothing_else(
     congestion,
 ) -> None:  # noqa: ANN001
-    spec, (_, result, _) = congestion
+    spec, (_, result, _, leaves) = congestion
     port, leaf, run = spec.faults[:3]
     anchors = [EPOCH.timestamp() + offset for _, offset in CONGESTION]
     leaf_name = "ib-leaf-01-rail3"
     run_name = next(r for r in Cluster(spec).runs_at(anchors[2]) if set(r.nodes) == set(run.nodes))
     node, device = port.nodes[0], f"mlx5_{port.ports[0]}"
     expected = {
-        ("ib_congestion", (("device", device), ("leaf_switch", "ib-leaf-01-rail4"), ("node", node),
-                           ("port", "1"), ("severity", "warning"))): anchors[0],
-        ("ib_congestion", (("leaf_switch", leaf_name), ("severity", "warning"))): anchors[1],
-        ("ib_congestion", (("namespace", run_name.queue.namespace), ("run", run_name.name),
-                           ("severity", "warning"))): anchors[2],
+        key("ib_congestion", device=device, leaf_switch="ib-leaf-01-rail4", node=node, port="1",
+            severity="warning", **hurt(spec, node, anchors[0])): anchors[0],
+        key("ib_congestion", leaf_switch=leaf_name, severity="warning"): anchors[1],
+        key("ib_congestion", namespace=run_name.queue.namespace, run=run_name.name,
+            severity="warning"): anchors[2],
     }  # fmt: skip
     got = fired(result)
-    assert set(got) == set(expected) | set(other_ib_faults(spec))
-    for key, anchor in expected.items():
-        first, resolved = got[key]
+    assert set(got) == set(expected) | set(other_ib_faults(spec, leaves))
+    for scope, anchor in expected.items():
+        first, resolved = got[scope]
         # for = 5 min, plus one ingest step to cross, plus one replay step; resolves within keep_firing_for.
-        assert anchor + 300 <= first <= anchor + 300 + STEP + REPLAY_STEP, (key, first - anchor)
+        assert anchor + 300 <= first <= anchor + 300 + STEP + REPLAY_STEP, (scope, first - anchor)
         assert (
             resolved is not None
             and anchor + 1800 <= resolved <= anchor + 1800 + 120 + STEP + REPLAY_STEP
@@ -194,35 +216,35 @@ def test_each_congestion_scenario_raises_one_alert_at_its_scope_and_nothing_else
     assert (len(leaf.nodes), tuple(leaf.ports), tuple(run.ports)) == (NODES, (3,), ())
 
 
-def other_ib_faults(spec: ClusterSpec) -> dict:
-    """The alert each of the other IB fault scenarios must raise (rule, labels) → fault start."""
+def other_ib_faults(spec: ClusterSpec, leaves: dict[str, str]) -> dict:
+    """The alert each of the other IB fault scenarios must raise (rule, labels) → fault start
+    (``leaves``: each node's leaf switch as ingest stored it, which straggler alerts carry)."""
     symbols, flap, saturated, straggler = spec.faults[3:]
     node = symbols.nodes[0]
     assert {flap.nodes[0], saturated.nodes[0]} == {node}  # one node of the run, distinct ports
-    run = next(
-        r
-        for r in Cluster(spec).runs_at(straggler.start.timestamp())
-        if straggler.nodes[0] in r.nodes
-    )
 
-    def port(rule: str, index: int, severity: str) -> tuple:
-        return (rule, (("device", f"mlx5_{index}"), ("leaf_switch", f"ib-leaf-01-rail{index}"),
-                       ("node", node), ("port", "1"), ("severity", severity)))  # fmt: skip
+    def port(rule: str, index: int, severity: str, fault) -> tuple:  # noqa: ANN001
+        return key(rule, device=f"mlx5_{index}", leaf_switch=f"ib-leaf-01-rail{index}", node=node,
+                   port="1", severity=severity, **hurt(spec, node, fault.start.timestamp()))  # fmt: skip
 
+    slow = straggler.nodes[0]
     return {
-        port("ib_port_errors", 2, "critical"): symbols.start.timestamp(),
-        port("ib_link_flap", 5, "critical"): flap.start.timestamp(),
-        port("ib_counter_saturated", 1, "warning"): saturated.start.timestamp(),
-        ("ib_straggler", (("namespace", run.queue.namespace), ("node", straggler.nodes[0]),
-                          ("run", run.name), ("severity", "warning"))): straggler.start.timestamp(),
+        port("ib_port_errors", 2, "critical", symbols): symbols.start.timestamp(),
+        port("ib_link_flap", 5, "critical", flap): flap.start.timestamp(),
+        port("ib_counter_saturated", 1, "warning", saturated): saturated.start.timestamp(),
+        key("ib_straggler", node=slow, severity="warning", leaf_switch=leaves[slow],
+            **hurt(spec, slow, straggler.start.timestamp())): straggler.start.timestamp(),
     }  # fmt: skip
 
 
 def test_the_other_ib_fault_scenarios_raise_their_alert_at_their_port_or_node(congestion) -> None:  # noqa: ANN001
-    spec, (_, result, _) = congestion
+    spec, (_, result, _, leaves) = congestion
     got = fired(result)
     assert [kind for kind in (f.kind for f in spec.faults[3:])] == list(PORT_FAULTS[:2]) + [
         "ib_counter_saturated", "ib_straggler"]  # fmt: skip
-    for key, start in other_ib_faults(spec).items():
+    for scope, start in other_ib_faults(spec, leaves).items():
         # Each fires within the first 6 minutes of its fault (straggler: for = 5 min).
-        assert start <= got[key][0] <= start + 300 + STEP + REPLAY_STEP, (key, got[key][0] - start)
+        assert start <= got[scope][0] <= start + 300 + STEP + REPLAY_STEP, (
+            scope,
+            got[scope][0] - start,
+        )

@@ -25,6 +25,7 @@ BAD_VALUES = {
     ),
     "PROMETHEUS_URL": ("prometheus:9090", "expected a URL like http://host:port/..."),
     "INGEST_INTERVAL_SECONDS": ("often", "expected an integer"),
+    "ALERTS_NAMESPACE_TEAMS": ("Team_A=ml", "'Team_A' is not a Kubernetes namespace name"),
 }
 
 

@@ -46,6 +46,21 @@ def test_readyz_is_503_when_prometheus_is_unreachable(client: Client, settings: 
     assert components["redis"]["ok"] is True
 
 
+def test_readyz_only_runs_the_checks_named(client: Client, settings: Settings) -> None:
+    settings.PROMETHEUS_URL = f"http://127.0.0.1:{free_port()}"
+
+    response = client.get("/readyz", {"only": "postgres,redis"})
+
+    assert response.status_code == 200
+    assert sorted(_components(response)) == ["postgres", "redis"]
+    bad = client.get("/readyz", {"only": "postgres,nope"})
+    assert (bad.status_code, bad.json()["error"]) == (400, "bad_parameter")
+    assert (
+        "unknown check 'nope' (known: ingest_lag, postgres, prometheus, redis)"
+        in bad.json()["detail"]
+    )
+
+
 def test_readyz_is_503_when_redis_is_unreachable(client: Client, settings: Settings) -> None:
     settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
 

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 from pytest_django import Settings
 
+from alerts.models import Evaluation
+from core.models import WorkerHeartbeat
 from core.tasks import record_worker_heartbeat
 from tests.support.processes import CeleryWorker, wait_until
 
 pytestmark = pytest.mark.django_db
 
 HEARTBEAT_TASK = "core.tasks.record_worker_heartbeat"
+HEARTBEAT_AT = datetime(2026, 3, 1, 12, 0, 30, tzinfo=UTC)
 
 
 def _sample(client: Client, name: str, **labels: str) -> float:
@@ -78,3 +83,31 @@ def test_celery_task_outcomes_appear_in_metrics(
         timeout=20,
         what=f"the worker's success count of {HEARTBEAT_TASK} in /metrics",
     )
+
+
+def _samples_named(client: Client, name: str) -> list[float]:
+    response = client.get("/metrics")
+    families = text_string_to_metric_families(response.content.decode())
+    return [s.value for family in families for s in family.samples if s.name == name]
+
+
+def test_metrics_export_the_newest_worker_heartbeat(client: Client) -> None:
+    name = "clusterwatch_worker_heartbeat_timestamp_seconds"
+    assert (
+        _samples_named(client, name) == []
+    )  # no heartbeat yet: no sample (the rule's absent case)
+
+    WorkerHeartbeat.objects.create(hostname="worker-a", seen_at=HEARTBEAT_AT)
+    WorkerHeartbeat.objects.create(hostname="worker-b", seen_at=HEARTBEAT_AT - timedelta(minutes=5))
+
+    assert _samples_named(client, name) == [HEARTBEAT_AT.timestamp()]
+
+
+def test_metrics_export_the_newest_rule_evaluation(client: Client) -> None:
+    name = "clusterwatch_alerts_last_evaluation_timestamp_seconds"
+    assert _samples_named(client, name) == []
+
+    Evaluation.objects.create(started_at=HEARTBEAT_AT - timedelta(minutes=1))
+    Evaluation.objects.create(started_at=HEARTBEAT_AT)
+
+    assert _samples_named(client, name) == [HEARTBEAT_AT.timestamp()]

@@ -191,7 +191,7 @@ def test_every_api_error_is_json(logged_in_client: Client, staff_user: object) -
 def test_a_server_error_under_api_is_json(user: object) -> None:
     client = Client(raise_request_exception=False)
     client.force_login(user)
-    with mock.patch("alerts.selectors.alerts", side_effect=RuntimeError("boom")):
+    with mock.patch("alerts.api_alerts.filtered", side_effect=RuntimeError("boom")):
         response = client.get("/api/v1/alerts")
     assert (response.status_code, response.json()) == (
         500,

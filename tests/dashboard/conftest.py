@@ -8,6 +8,11 @@ from tests.dashboard.factories import Cluster, make_cluster
 
 
 @pytest.fixture
-def cluster(db: None) -> Cluster:
-    """Four nodes (one drifting, one erring port, two with HTML names), one hour of 30 s samples."""
+def cluster(db: None, request: pytest.FixtureRequest) -> Cluster:
+    """Four nodes (one drifting, one erring port, two with HTML names), one hour of 30 s samples.
+
+    The hour ends at the clock's "now": at the pinned epoch when the test asks for ``fixed_epoch``.
+    """
+    if "fixed_epoch" in request.fixturenames:
+        request.getfixturevalue("fixed_epoch")
     return make_cluster()

@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from django.db import transaction
+from django.db import connection, transaction
 
+from core import clock
 from ingest import rollups
-from ingest.models import FamilyHealth, IbPort, Node
+from ingest.models import ClusterQueue, FamilyHealth, IbPort, Node
+from ingest.partitions import ensure_partitions
 from ingest.store import GPU_TABLE, GPU_VALUE_COLUMNS, IB_TABLE, IB_VALUE_COLUMNS, insert_rows
 
 XSS_NODE = '<img src=x onerror="window.__xss=1">'
@@ -88,7 +90,7 @@ def make_cluster(
     hostile_names: bool = True,
 ) -> Cluster:  # fmt: skip
     """``count`` nodes (two with HTML in their names) with ``hours`` of samples ending at ``end``."""
-    end = end or align(datetime.now(UTC))
+    end = end or align(clock.now())
     start = end - timedelta(hours=hours)
     names = [f"gpu-{i:03d}" for i in range(1, count + 1)]
     if hostile_names:
@@ -104,6 +106,33 @@ def make_cluster(
             for p in range(ports)
         )
     write_samples(cluster, start, end)
-    FamilyHealth.objects.create(family="gpu", last_attempt=end, last_success=datetime.now(UTC), lag_seconds=31.0,
+    FamilyHealth.objects.create(family="gpu", last_attempt=end, last_success=clock.now(), lag_seconds=31.0,
                                 rows=100, duration_seconds=0.4)  # fmt: skip
     return cluster
+
+
+# (minutes from the latest sample, wait p95 s) of cq-wait's admissions: the latest step has none
+WAITS = {-70: 500.0, -35: 42.0, -20: 75.0, -10: 30.0}
+
+
+def make_queues(latest: datetime) -> None:
+    """cq-wait: 1 pending, 4 running, admissions 70, 35, 20 and 10 min before its latest sample;
+    cq-idle: its only admission 2 h before."""
+    waiting = ClusterQueue.objects.create(name="cq-wait", first_seen=latest - timedelta(hours=3),
+                                          last_seen=latest)  # fmt: skip
+    idle = ClusterQueue.objects.create(name="cq-idle", first_seen=latest - timedelta(hours=3),
+                                       last_seen=latest)  # fmt: skip
+    ensure_partitions(latest - timedelta(hours=3), latest)
+    rows = []
+    for minute in range(-80, 1):
+        ts = latest + timedelta(minutes=minute)
+        wait = WAITS.get(minute)
+        rows.append((ts, waiting.pk, 1.0, 0.0, 4.0, 0.0 if wait is None else 1.0, wait, wait))
+        rows.append((ts, idle.pk, 0.0, 2.0, 0.0, 0.0, None, None))
+    rows.append((latest - timedelta(hours=2), idle.pk, 0.0, 2.0, 0.0, 1.0, 60.0, 60.0))
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            "INSERT INTO ingest_kueuesample (ts, cluster_queue_id, pending_active, pending_inadmissible, "
+            "admitted_active, admitted, wait_p50, wait_p95) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            rows,
+        )

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from urllib.parse import quote, urlencode
 
 import pytest
+from django.core.cache import cache
 from django.test import Client
 
-from tests.dashboard.factories import DRIFT_TENSOR, DRIFT_UTIL, TENSOR, TX_PER_PORT, UTIL, Cluster
+from ingest.models import IngestCursor
+from tests.dashboard.factories import (
+    DRIFT_TENSOR,
+    DRIFT_UTIL,
+    TENSOR,
+    TX_PER_PORT,
+    UTIL,
+    Cluster,
+    align,
+    make_cluster,
+    make_queues,
+    write_samples,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -82,7 +95,7 @@ def test_heatmap_raw_resolution_sums_ports_and_sorts_by_topology(
 
 
 def test_heatmap_window_picks_the_step_from_the_plot_width(
-    logged_in_client: Client, cluster: Cluster
+    logged_in_client: Client, cluster: Cluster, fixed_epoch: datetime
 ) -> None:
     wide = heatmap(logged_in_client, metric="ib_errors", window="24h", width=1200).json()
     narrow = heatmap(logged_in_client, metric="ib_errors", window="24h", width=300).json()
@@ -139,7 +152,7 @@ def test_rails_has_one_cell_per_port(logged_in_client: Client, cluster: Cluster)
 
 
 def test_overview_counts_states_and_reports_drift_hours(
-    logged_in_client: Client, cluster: Cluster, django_assert_max_num_queries
+    logged_in_client: Client, cluster: Cluster, fixed_epoch: datetime, django_assert_max_num_queries
 ) -> None:  # noqa: ANN001
     with django_assert_max_num_queries(15):
         body = logged_in_client.get("/api/v1/overview").json()
@@ -152,7 +165,7 @@ def test_overview_counts_states_and_reports_drift_hours(
         "missing": 0,
     }
     # the drift node: 2 GPUs × 12 five-minute buckets drifted
-    assert body["utilization"]["drift_gpu_hours"]["cluster"] == pytest.approx(2.0)
+    assert body["utilization"]["idle_tensor_gpu_hours"]["cluster"] == pytest.approx(2.0)
     cluster_series = body["utilization"]["series"]["cluster"]
     assert max(v for v in cluster_series["util"] if v is not None) == pytest.approx(
         (3 * UTIL + DRIFT_UTIL) / 4
@@ -180,6 +193,65 @@ def test_node_endpoint_accepts_html_names_and_centres_on_at(
         logged_in_client.get(f"/api/v1/nodes/{cluster.drift_node}?at=soon").json()["parameter"]
         == "at"
     )
+
+
+def test_overview_queues_show_integer_counts_and_the_hours_highest_wait(
+    logged_in_client: Client,
+) -> None:
+    make_queues(datetime.now(UTC) - timedelta(minutes=3))
+    queues = logged_in_client.get("/api/v1/overview").json()["queues"]
+    rows = [(q["queue"], q["pending_active"], q["pending_inadmissible"], q["admitted_active"],
+             q["wait_p95"]) for q in queues]  # fmt: skip
+    # 70 minutes back (500 s) is outside the hour; cq-idle admitted 2 h ago only
+    assert rows == [("cq-idle", 0, 2, 0, None), ("cq-wait", 1, 0, 4, 75.0)]
+    assert all(type(q["pending_active"]) is int for q in queues)
+
+
+def test_overview_pools_have_gaps_where_their_nodes_reported_nothing(
+    logged_in_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    end = align(datetime.now(UTC), 900) - timedelta(minutes=15)
+    # The overview's window ends at the quarter hour after "now": pinned, end + 30 min.
+    monkeypatch.setattr("core.clock.now", lambda: end + timedelta(minutes=20))
+    cluster = make_cluster(count=4, hours=1, end=end, hostile_names=False)
+    write_samples(cluster, end - timedelta(hours=3), end - timedelta(hours=2))
+    pools = logged_in_client.get("/api/v1/overview").json()["pools"]
+    first = pools["times"].index(iso(end - timedelta(hours=3)))
+    after = [None] * (len(pools["times"]) - first - 12)
+    assert len(pools["times"]) == 97 and pools["times"][-1] == iso(end + timedelta(minutes=30))
+    # gpu-001 is the inference pool, the other three training: 1 h, a 1 h gap, 1 h
+    assert pools["counts"]["inference"] == [None] * first + [1] * 4 + [None] * 4 + [1] * 4 + after
+    assert pools["counts"]["training"] == [None] * first + [3] * 4 + [None] * 4 + [3] * 4 + after
+
+
+def test_node_page_data_from_the_node_tiles_equals_the_rollups_exactly(
+    logged_in_client: Client,
+    cluster: Cluster,
+    settings,  # noqa: ANN001
+) -> None:
+    # 6 h from a start off the 5-minute grid (as the page's default window): tiled 5-minute
+    # columns, and the last bucket from the rollups (the cursors at the end of the data).
+    for family in ("gpu", "ib"):
+        IngestCursor.objects.create(family=family, covered_until=cluster.end)
+    start = cluster.end - timedelta(hours=6, minutes=2)
+    url = f"/api/v1/nodes/{cluster.drift_node}?start={iso(start)}&end={iso(start + timedelta(hours=6))}"
+    tiled = logged_in_client.get(url).json()
+    settings.DASHBOARD_NODE_TILES = False
+    cache.clear()  # the columns are cached per cursor
+    assert logged_in_client.get(url).json() == tiled
+    gpu, port = tiled["gpus"]["1"], tiled["ports"]["mlx5_0"]
+    assert len(gpu["times"]) == 72 and gpu["times"][0] == iso(start)
+    # The hour of data: 12 buckets, each in its own column (2 minutes after its start).
+    assert [gpu["times"][j] for j, v in enumerate(gpu["util"]) if v is not None] == [
+        iso(cluster.end - timedelta(minutes=62 - 5 * k)) for k in range(12)
+    ]
+    assert [v for v in gpu["util"] if v is not None] == [DRIFT_UTIL] * 12
+    assert [v for v in gpu["tensor"] if v is not None] == [DRIFT_TENSOR * 100] * 12
+    assert [v for v in port["throughput"] if v is not None] == [TX_PER_PORT * 1.5] * 12
+    settings.DASHBOARD_NODE_TILES = True
+    erring = logged_in_client.get(url.replace(cluster.drift_node, cluster.error_node)).json()
+    # one symbol error per 30 s step on the error node's second port: 10 per 5-minute bucket
+    assert [v for v in erring["ports"]["mlx5_1"]["errors"] if v is not None] == [10.0] * 12
 
 
 def test_openapi_documents_every_endpoint(logged_in_client: Client) -> None:
@@ -223,9 +295,9 @@ def test_heatmap_is_cached_per_ingest_cursor(
 
 
 def test_cache_warm_hook_builds_the_committed_families_24h_heatmaps(
-    logged_in_client: Client, cluster: Cluster, django_assert_max_num_queries
+    logged_in_client: Client, cluster: Cluster, fixed_epoch: datetime, django_assert_max_num_queries
 ) -> None:  # noqa: ANN001
-    from dashboard.api.cache import warm
+    from dashboard.api.builders import warm
     from ingest.events import ingest_committed
     from ingest.models import IngestCursor
 
@@ -238,11 +310,14 @@ def test_cache_warm_hook_builds_the_committed_families_24h_heatmaps(
 
 
 def test_overview_is_cached_until_an_ingest_commit_or_an_alert_change(
-    logged_in_client: Client, cluster: Cluster, settings, django_assert_max_num_queries
+    logged_in_client: Client,
+    cluster: Cluster,
+    fixed_epoch: datetime,
+    settings,
+    django_assert_max_num_queries,
 ) -> None:  # noqa: ANN001
-    from django.utils import timezone
-
     from alerts.models import Alert, AlertState
+    from core import clock
     from ingest.models import IngestCursor, Node
 
     settings.DASHBOARD_OVERVIEW_REFRESH_SECONDS = 3600
@@ -257,7 +332,7 @@ def test_overview_is_cached_until_an_ingest_commit_or_an_alert_change(
     cursor.save()
     assert logged_in_client.get("/api/v1/overview").json()["nodes"]["total"] == 3
 
-    now = timezone.now()
+    now = clock.now()
     Alert.objects.create(
         fingerprint="f" * 64, rule="gpu_xid", state=AlertState.FIRING, severity="critical",
         labels={"node": cluster.nodes[0]}, node=cluster.nodes[0], pending_since=now,

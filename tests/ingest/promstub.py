@@ -2,7 +2,8 @@
 
 Only for parser edge cases (NaN, Inf, missing labels, non-JSON bodies): each
 route answers the body registered for the first metric name found in the
-query; anything else gets an empty matrix. Everything else is tested against a
+query (a ``timestamp(...)`` query: the body under "timestamp", so by default none
+and ingest computes over the step); anything else gets an empty matrix. Everything else is tested against a
 real Prometheus.
 """
 
@@ -39,7 +40,10 @@ class StubPrometheus:
         )
         if path.endswith("/label/__name__/values"):
             return 200, json.dumps({"status": "success", "data": self.names})
-        metrics = re.findall(r"[A-Za-z_:][A-Za-z0-9_:]*", params.get("query", ""))
+        query = params.get("query", "")
+        if "timestamp(" in query:  # sample times (ingest.sampling): only when registered
+            return 200, self.bodies.get("timestamp", EMPTY)
+        metrics = re.findall(r"[A-Za-z_:][A-Za-z0-9_:]*", query)
         for metric in metrics:
             if metric in self.bodies:
                 return 200, self.bodies[metric]

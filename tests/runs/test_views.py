@@ -166,3 +166,34 @@ def test_run_page_shows_the_pod_status_reason_of_a_lost_node(
     html = logged_in_client.get("/runs/team-a/llama-70b/").content.decode()
     crashes = html[html.index('id="crashes"') :]
     assert "node_lost</td><td>NodeLost</td>" in crashes
+
+
+def test_the_timeline_draws_the_alerts_of_the_runs_nodes_but_never_an_inactive_blip(
+    logged_in_client: Client, scenario: Scenario
+) -> None:
+    from alerts.models import Alert, AlertState
+    from dashboard.runs.report import run_report
+
+    def alert(rule: str, node: str, state: str, minutes: int, resolved: int | None) -> None:
+        since = scenario.start + timedelta(minutes=minutes)
+        Alert.objects.create(
+            fingerprint=f"{rule}-{node}", rule=rule, state=state, severity="critical", labels={"node": node},
+            node=node, pending_since=since, last_match_at=since, summary=f"{rule} on {node}",
+            firing_at=since if state != AlertState.INACTIVE else None,
+            resolved_at=None if resolved is None else scenario.start + timedelta(minutes=resolved),
+        )  # fmt: skip
+
+    alert("gpu_xid", "gpu-00", AlertState.RESOLVED, 70, 75)
+    alert("nvlink_errors", "gpu-01", AlertState.FIRING, 100, None)
+    alert(
+        "gpu_tensor_drift", "gpu-01", AlertState.INACTIVE, 30, None
+    )  # a pending blip, never fired
+    alert("ib_port_errors", "gpu-99", AlertState.FIRING, 30, None)  # not one of the run's nodes
+    report = run_report("team-a", "llama-70b", with_series=True)
+    assert report is not None
+    assert [(a.rule, a.node, a.state) for a in report.alerts] == [
+        ("gpu_xid", "gpu-00", "resolved"),
+        ("nvlink_errors", "gpu-01", "firing"),
+    ]
+    html = logged_in_client.get("/runs/team-a/llama-70b/").content.decode()
+    assert "gpu_xid on gpu-00" in html and "gpu_tensor_drift" not in html

@@ -18,7 +18,13 @@ from ingest.models import IngestCursor, ShardCursor
 from ingest.prometheus import PrometheusClient
 from ingest.tasks import ingest_cycle
 from tests.scale.conftest import FAMILIES, INGEST_ENV, dump_rows, forget_ingest, history_point
-from tests.support.processes import CeleryWorker, run_celery_worker, subprocess_env, wait_until
+from tests.support.processes import (
+    PAUSED,
+    CeleryWorker,
+    run_celery_worker,
+    subprocess_env,
+    wait_until,
+)
 from tests.support.prometheus import SimulatedPrometheus
 
 pytestmark = [
@@ -66,8 +72,8 @@ def test_two_workers_split_a_cycle_and_store_what_one_process_stores(
     sharded_prometheus: SimulatedPrometheus, tmp_path: Path
 ) -> None:
     until = history_point(sharded_prometheus, 60)
-    with worker(tmp_path / "a", INGEST_CHUNK_PAUSE_SECONDS="0.2") as first:
-        with worker(tmp_path / "b", INGEST_CHUNK_PAUSE_SECONDS="0.2") as second:
+    with worker(tmp_path / "a", **PAUSED, INGEST_CHUNK_PAUSE_SECONDS="0.2") as first:
+        with worker(tmp_path / "b", **PAUSED, INGEST_CHUNK_PAUSE_SECONDS="0.2") as second:
             ingest_cycle.apply_async(kwargs={"until": until.isoformat(), "families": FAMILIES})
             wait_until(lambda: covered(until), 60, "both families covered by the shards")
             done = [shards_run(w) for w in (first, second)]
@@ -91,7 +97,7 @@ def test_a_worker_killed_mid_shard_leaves_no_gap_after_the_next_cycle(
 ) -> None:
     first_end = history_point(sharded_prometheus, 300)
     next_end = history_point(sharded_prometheus, 60)
-    with worker(tmp_path / "doomed", INGEST_CHUNK_PAUSE_SECONDS="1") as doomed:
+    with worker(tmp_path / "doomed", **PAUSED, INGEST_CHUNK_PAUSE_SECONDS="1") as doomed:
         ingest_cycle.apply_async(kwargs={"until": first_end.isoformat(), "families": FAMILIES})
         wait_until(_mid_shard, 60, "a shard part-way through its window")
         doomed.kill()

@@ -1,4 +1,4 @@
-"""Every dialect's exposition parses (prometheus_client and promtool) with DOMAIN.md's names."""
+"""Every dialect's exposition parses (prometheus_client and promtool) with the names of docs/domain.md."""
 
 from __future__ import annotations
 
@@ -96,10 +96,19 @@ DCGM_DEFAULT_FIELDS = [
 ]  # fmt: skip
 
 
+#: What health monitoring adds to the CSV (docs/dcgm.md "Hardware health"); the simulator's default.
+DCGM_HEALTH_FIELDS = [
+    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_ROW_REMAP_PENDING", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
+]  # fmt: skip
+
+
 def test_dcgm_emits_the_default_counters_with_hostname_and_pod_labels() -> None:
+    assert (
+        list(families(exposition(cluster(dcgm_health_fields=False), "dcgm"))) == DCGM_DEFAULT_FIELDS
+    )
     text = exposition(cluster(), "dcgm")
     parsed = families(text)
-    assert list(parsed) == DCGM_DEFAULT_FIELDS
+    assert list(parsed) == DCGM_DEFAULT_FIELDS + DCGM_HEALTH_FIELDS
     assert parsed["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"].type == "counter"  # type: ignore[attr-defined]
     assert labels_of(text, "DCGM_FI_DEV_GPU_UTIL") == {
         "gpu",
@@ -145,6 +154,7 @@ def test_dcgm_legacy_option_emits_1x_names_and_labels() -> None:
         "dcgm_fi_prof_dram_active",
         "dcgm_fi_prof_pcie_tx_bytes",
         "dcgm_fi_prof_pcie_rx_bytes",
+        "dcgm_ecc_dbe_volatile_total",  # commented out in that CSV; the health fields enable it
     ]  # fmt: skip  (etc/1.x-compatibility-metrics.csv, uncommented)
     assert labels_of(text, "dcgm_gpu_utilization") == {
         "gpu", "uuid", "pci_bus_id", "device", "modelName", "Hostname",

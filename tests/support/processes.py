@@ -69,6 +69,11 @@ def _database_url(database: Mapping[str, object]) -> str:
     return f"postgres://{credentials}{host}:{port}/{quote(str(database['NAME']), safe='')}"
 
 
+#: ``subprocess_env(**PAUSED, INGEST_CHUNK_PAUSE_SECONDS="1")``: a subprocess on the test settings,
+#: the only ones with the test-only chunk pause (tests/settings.py).
+PAUSED = {"DJANGO_SETTINGS_MODULE": "tests.settings"}
+
+
 def subprocess_env(**overrides: str) -> dict[str, str]:
     """The environment for a manage.py / celery / daphne subprocess of a test.
 
@@ -233,6 +238,22 @@ class CeleryWorker:
     def kill(self) -> int:
         """SIGKILL the worker (tasks in flight are lost to it, not acknowledged)."""
         return self.process.kill()
+
+    def drain(self, queue: str, timeout: float = 20.0) -> None:
+        """Return once the worker has run every task queued on ``queue`` before this call.
+
+        A marker task (a heartbeat under a fresh name) goes to the back of the queue; the
+        worker runs one task at a time (solo pool, prefetch 1, acks late) in queue order,
+        so when the marker's row appears everything ahead of it has finished. A test checks
+        effects after this, never after a guessed sleep.
+        """
+        from core.models import WorkerHeartbeat
+        from core.tasks import record_worker_heartbeat
+
+        marker = f"drain-{uuid.uuid4().hex[:8]}"
+        record_worker_heartbeat.apply_async((marker,), queue=queue)
+        found = lambda: WorkerHeartbeat.objects.filter(hostname=marker).exists()  # noqa: E731
+        wait_until(found, timeout, f"the worker to drain queue {queue!r}")
 
 
 def _worker_answers_ping(broker_url: str, nodename: str) -> Callable[[RunningProcess], bool]:

@@ -51,6 +51,9 @@ def _family_block(family: FamilyStatus) -> list[str]:
         lines.append(f"    {metric.name:<{width}}  {found:<7}  {kind:<8}  {nodes}")
         if not metric.found and metric.cause and metric.cause != family.cause:
             lines += [f"        cause: {metric.cause}", f"        fix:   {metric.fix}"]
+    for interval in family.scrape_intervals:
+        every = "unknown" if interval.seconds is None else f"{interval.seconds:g} s"
+        lines.append(f"    scrape interval: {interval.job or '(no job)'} every {every}")
     lines += [f"    note: {note}" for note in family.notes]
     lines.append("")
     return lines

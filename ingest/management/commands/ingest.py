@@ -10,7 +10,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ingest.models import Family
-from ingest.services import DEFAULT_FAMILIES, CycleOutcome, ingest_family, utcnow
+from ingest.outcome import CycleOutcome
+from ingest.services import DEFAULT_FAMILIES, ingest_family, utcnow
 
 _DURATION = re.compile(r"^(\d+)([smhd])$")
 #: A cycle already running (beat) is waited for rather than skipped.

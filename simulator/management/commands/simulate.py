@@ -26,11 +26,21 @@ class Command(BaseCommand):
         )
         serve.add_argument("--write-file-sd", help="write Prometheus file_sd JSON here")
         serve.add_argument("--write-prometheus-config", help="write a prometheus.yml here")
-        serve.add_argument("--scrape-interval", default="15s")
+        serve.add_argument(
+            "--scrape-interval",
+            default="15s",
+            help='written into prometheus.yml: "15s", or per exporter "dcgm=15s,ib=60s,30s"',
+        )
         history = modes.add_parser("history", help="write OpenMetrics for promtool")
         cli.add_common_arguments(history)
         history.add_argument("--hours", type=float, default=24.0)
-        history.add_argument("--step", type=float, default=60.0)
+        history.add_argument("--step", type=float, default=60.0, help="seconds between samples")
+        history.add_argument(
+            "--scrape-interval",
+            default="",
+            help='per exporter, overriding --step: "dcgm=15s,ib=60s" (dcgm, node_ib, treydock, '
+            "ib, ksm, kueue, checkpoints)",
+        )
         history.add_argument("--end", type=cli.parse_time, help="ISO time (default: now)")
         history.add_argument("--out", required=True)
         history.add_argument("--families", default="key", help='"key", "all" or a comma list')

@@ -1,0 +1,53 @@
+"""What the GPU hardware rules read (``alerts.rules.gpu_health``, ``gpu_xid``'s gone GPUs).
+
+Called by ``alerts.inputs.fetch``; both reads are sparse: unhealthy sample rows through the
+partial index ``ingest_gpusample_health_ts``, and the latest "GPU gone" XID of each GPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from . import queries as q
+from .rules import RuleSettings
+from .rules.data import EvaluationData, GoneXid, GpuHealthPoint
+
+#: SW_THERMAL | HW_THERMAL | HW_SLOWDOWN | HW_POWER_BRAKE: the index's mask (ingest 0012).
+DEFAULT_THROTTLE_MASK = 0x20 | 0x40 | 0x08 | 0x80
+
+
+def fetch_gpu_health(
+    data: EvaluationData,
+    rule_settings: dict[str, RuleSettings],
+    window: Callable[[str, str], list[float]],
+    rows: Callable[..., list[tuple]],
+) -> None:
+    """Unhealthy GPU sample rows of the window (throttled: by ``gpu_throttle``'s mask)."""
+    throttle = rule_settings.get("gpu_throttle")
+    mask = int(throttle.params["reasons_mask"]) if throttle else DEFAULT_THROTTLE_MASK
+    sql = q.GPU_HEALTH.format(mask=mask)
+    data.gpu_health = list(
+        map(GpuHealthPoint._make, rows(sql, window("gpu_health", "gpu"), "gpu_health"))
+    )
+
+
+def fetch_xid_gone(
+    data: EvaluationData,
+    rule_settings: dict[str, RuleSettings],
+    rows: Callable[..., list[tuple]],
+) -> None:
+    """The latest XID of each GPU over ``gone_forget_seconds`` when its code means "gone"."""
+    params: dict[str, Any] = rule_settings["gpu_xid"].params
+    end = data.as_of_family("gpu")
+    found = rows(
+        q.XID_GONE,
+        {
+            "start": end - float(params["gone_forget_seconds"]),
+            "end": end,
+            "gap": data.max_gap,
+            "codes": [int(code) for code in params["gone_codes"]],
+        },
+        "xid_gone",
+    )
+    data.xid_gone = list(map(GoneXid._make, found))

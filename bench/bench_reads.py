@@ -1,0 +1,267 @@
+"""Read benchmark: what one steady-state ingest cycle's reads cost Prometheus and ClusterWatch.
+
+    python bench/bench_reads.py [--nodes 4096] [--minutes 4] [--rounds 3] [--workdir DIR]
+
+A simulator history of every metric the GPU and IB families read (bench_scale's set-up:
+``--minutes`` at a 30 s step, backfilled into a Prometheus of its own; ``--workdir`` keeps
+the TSDB) is read for one cycle's window (one 30 s step) in four ways, each ``--rounds``
+times in turn (the median is printed):
+
+1. today's reads: the ``query_range`` of every GPU and IB column (and XID) that ingest makes,
+   decoded with orjson (``decode``), from each column's fetch start to the window end;
+2. the same metrics' raw series via ``read_raw`` over remote read, ``STREAMED_XOR_CHUNKS``;
+3. the same via remote read, ``SAMPLES`` (Prometheus decodes the chunks; what a short
+   window asks for first);
+4. the same via ``read_raw`` range selectors (``metric[60s]`` instant queries).
+
+Raw reads cover (window start - one step, window end]: the context sample a counter needs
+and the step's own. Each line: Prometheus CPU seconds (utime + stime from /proc), this
+process's CPU seconds and wall seconds, series and samples returned, each beside line 1
+(the reference, same run). Then decode-only CPU per sample for the same answers (bytes
+fetched once, decoded ``--rounds`` times), and which read path each backend flavour gets.
+Writes the ``bench_reads-<nodes>`` section of bench/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench._support import write_section  # noqa: E402
+from bench.bench_scale import STEP, cpu_seconds, history_prometheus  # noqa: E402
+
+os.environ.update(LOG_LEVEL="WARNING", PROMETHEUS_TIMEOUT_SECONDS="120")
+LINES: list[str] = []
+_NAME = re.compile(r"[A-Za-z_:][\w:]*")
+
+
+def say(line: str = "") -> None:
+    """Print a result line and keep it for RESULTS.md."""
+    print(line, flush=True)
+    LINES.append(line)
+
+
+def todays_queries(client) -> list[tuple[str, str]]:  # noqa: ANN001 - PrometheusClient
+    """(PromQL, column kind) of every range query ingest's GPU and IB families make in a cycle."""
+    from ingest.queries import DCGM_MARKERS, GPU, IB, promql
+    from ingest.sources.dcgm import FETCHED, node_by
+    from ingest.sources.infiniband import SPEC, dialects_present
+
+    gpu = client.detect_dialect(DCGM_MARKERS)
+    queries = [
+        (promql("gpu", gpu, c.name, by=node_by()), c.kind) for c in FETCHED if c.name in GPU[gpu]
+    ]
+    queries.append((promql("gpu", gpu, "xid", by=node_by()), "gauge"))
+    for dialect in dialects_present(client):
+        queries += [
+            (promql("ib", dialect, c.name, by=node_by()), c.kind)
+            for c in SPEC
+            if c.name in IB[dialect]
+        ]
+    return queries
+
+
+def metrics_of(queries: list[tuple[str, str]], known: set[str]) -> list[str]:
+    """The metric names those queries read (each once, in order)."""
+    names = [n for promql, _ in queries for n in _NAME.findall(promql) if n in known]
+    return list(dict.fromkeys(names))
+
+
+def measured(run: Callable[[], tuple[int, int]], prometheus_pid: int) -> tuple[float, ...]:
+    """(Prometheus CPU s, our CPU s, wall s, series, samples) of one ``run``."""
+    server, cpu, wall = cpu_seconds(prometheus_pid), time.process_time(), time.perf_counter()
+    series, samples = run()
+    return (
+        cpu_seconds(prometheus_pid) - server,
+        time.process_time() - cpu,
+        time.perf_counter() - wall,
+        series,
+        samples,
+    )
+
+
+def counted(answers: list) -> tuple[int, int]:  # noqa: ANN001 - list[Answer]
+    """(series, samples) of answers."""
+    return sum(len(a.series) for a in answers), sum(
+        len(s.points) for a in answers for s in a.series
+    )
+
+
+def variants(client_for, queries, names, window) -> dict[str, Callable[[], tuple[int, int]]]:  # noqa: ANN001
+    """The four ways of reading one cycle, by name."""
+    from django.test.utils import override_settings
+
+    from ingest.remote_read import SAMPLES, STREAMED_XOR_CHUNKS
+
+    start, end, step = window
+    raw_start = start - timedelta(seconds=step)
+
+    def today() -> tuple[int, int]:
+        client = client_for("auto")
+        return counted(
+            [
+                client.query_range(q, start if kind != "gauge" else start + timedelta(seconds=step), end, step)
+                for q, kind in queries
+            ]
+        )  # fmt: skip
+
+    def raw(path: str, types: tuple[int, ...] | None = None) -> Callable[[], tuple[int, int]]:
+        def read() -> tuple[int, int]:
+            client = client_for(path)
+            if types:
+                client.remote_read_types = types
+            with override_settings(PROMETHEUS_READ_PATH=path):
+                return counted([client.read_raw(name, raw_start, end) for name in names])
+
+        return read
+
+    return {
+        "1 today: query_range + orjson": today,
+        "2 read_raw remote read, XOR chunks": raw("remote_read", (STREAMED_XOR_CHUNKS,)),
+        "3 read_raw remote read, SAMPLES": raw("remote_read", (SAMPLES,)),
+        "4 read_raw range_selector": raw("range_selector"),
+    }
+
+
+def decode_only(client, names, window, rounds: int) -> None:  # noqa: ANN001
+    """CPU per returned sample of decoding the same answers: orjson vs protobuf + XOR."""
+    from ingest.prometheus import _checked_result, decode
+    from ingest.remote_read import (
+        SAMPLES,
+        STREAMED_XOR_CHUNKS,
+        decode_answer,
+        matchers,
+        read_request,
+    )
+
+    start, end, step = window
+    start_ms = round((start - timedelta(seconds=step)).timestamp() * 1000)
+    end_ms = round(end.timestamp() * 1000)
+    bodies: dict[str, list] = {"json": [], "chunks": [], "samples": []}
+    session = client.connection._session
+    for name in names:
+        form = {"query": f"{name}[{end_ms - start_ms}ms]", "time": f"{end_ms / 1000:.3f}"}
+        bodies["json"].append(
+            session.post(f"{client.url}/api/v1/query", data=form, timeout=120).content
+        )
+        for kind, types in (("chunks", (STREAMED_XOR_CHUNKS,)), ("samples", (SAMPLES,))):
+            request = read_request(matchers(name), start_ms, end_ms, types)
+            bodies[kind].append(client._post_read(request, name))
+    import orjson
+
+    decoders = {
+        "orjson + decode (range selector JSON)": lambda b: (
+            decode(_checked_result(orjson.loads(b), ""), after=start_ms / 1000).series
+        ),
+        "remote read, XOR chunks": lambda b: decode_answer(b[0], b[1], start_ms, end_ms, 1 << 30)[
+            0
+        ],
+        "remote read, SAMPLES": lambda b: decode_answer(b[0], b[1], start_ms, end_ms, 1 << 30)[0],
+    }
+    say()
+    say(f"decode only (same answers, fetched once; median of {rounds}):")
+    reference = None
+    for (label, decoder), kind in zip(decoders.items(), bodies, strict=True):
+        times, samples = [], 0
+        for _ in range(rounds):
+            began = time.process_time()
+            decoded = [decoder(body) for body in bodies[kind]]
+            times.append(time.process_time() - began)
+        samples = sum(len(points) for series in decoded for points in _points(series))
+        size = sum(len(b if isinstance(b, bytes) else b[0]) for b in bodies[kind])
+        seconds = statistics.median(times)
+        reference = reference or seconds
+        say(f"  {label:<40} {seconds:6.2f} s CPU  {1e6 * seconds / max(samples, 1):6.2f} µs/sample"
+            f"  {samples:>10,} samples  {size / 1e6:7.1f} MB   {seconds / reference:5.2f}x")  # fmt: skip
+
+
+def _points(series: list) -> list:  # noqa: ANN001
+    return [s.points if hasattr(s, "points") else s[1] for s in series]
+
+
+def flavours(client) -> None:  # noqa: ANN001
+    """Which read path each backend flavour gets under PROMETHEUS_READ_PATH=auto."""
+    from ingest.flavor import PROMETHEUS, VICTORIAMETRICS, read_path_for
+
+    say()
+    say("read path under PROMETHEUS_READ_PATH=auto, by backend:")
+    say(f"  this Prometheus ({client.flavor()}) -> {client.read_path()}")
+    say(f"  Prometheus, Mimir (flavour prometheus) -> {read_path_for(PROMETHEUS, 'x')}")
+    say("  Thanos Query (flavour prometheus, /api/v1/read answers 404) -> remote_read once, "
+        f"then {read_path_for(VICTORIAMETRICS, 'x')} for the process life")  # fmt: skip
+    say(f"  VictoriaMetrics -> {read_path_for(VICTORIAMETRICS, 'x')}")
+
+
+def measure(args: argparse.Namespace, url: str, end: float, prometheus_pid: int) -> None:
+    """Every variant ``--rounds`` times in turn; the median of each beside line 1."""
+    from ingest.prometheus import PrometheusClient
+
+    def client_for(path: str) -> PrometheusClient:
+        return PrometheusClient(url, timeout=120)
+
+    probe = client_for("auto")
+    queries = todays_queries(probe)
+    names = metrics_of(queries, probe.known_metrics())
+    until = datetime.fromtimestamp(end - 60, UTC)
+    window = (until - timedelta(seconds=STEP), until, float(STEP))
+    runs = variants(client_for, queries, names, window)
+    runs["1 today: query_range + orjson"]()  # warm Prometheus' page cache and ours
+    results: dict[str, list[tuple[float, ...]]] = {name: [] for name in runs}
+    for _ in range(args.rounds):
+        for name, run in runs.items():
+            results[name].append(measured(run, prometheus_pid))
+    say()
+    say(f"one steady-state cycle's reads at {args.nodes:,} nodes: {len(queries)} range queries today, "
+        f"{len(names)} metrics read raw; median of {args.rounds} rounds")  # fmt: skip
+    say(
+        f"{'reads':<38} {'Prometheus CPU':>15} {'our CPU':>12} {'wall':>12} {'series':>9} {'samples':>10}"
+    )
+    reference = [
+        statistics.median(r[i] for r in results["1 today: query_range + orjson"]) for i in range(3)
+    ]
+    for name, rows in results.items():
+        server, ours, wall = (statistics.median(r[i] for r in rows) for i in range(3))
+        series, samples = rows[-1][3], rows[-1][4]
+        say(f"{name:<38} {server:6.2f}s {server / reference[0]:5.2f}x {ours:6.2f}s {ours / reference[1]:4.2f}x "
+            f"{wall:6.2f}s {wall / reference[2]:4.2f}x {series:>9,} {samples:>10,}")  # fmt: skip
+    decode_only(probe, names, window, args.rounds)
+    flavours(probe)
+
+
+def main() -> None:
+    """Set up (or reuse) the history, measure, write the section of bench/RESULTS.md."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=4096)
+    parser.add_argument("--minutes", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workdir", type=Path, default=None, help="keep the history TSDB here")
+    args = parser.parse_args()
+    total = time.perf_counter()
+    with contextlib.ExitStack() as stack:
+        workdir = args.workdir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        workdir.mkdir(parents=True, exist_ok=True)
+        prometheus, end = history_prometheus(args.nodes, args.minutes, workdir)
+        stack.callback(prometheus.stop)
+        os.environ["PROMETHEUS_URL"] = prometheus.url
+        import django
+
+        django.setup()
+        measure(args, prometheus.url, end, prometheus.process.pid)
+    say(f"bench wall time: {time.perf_counter() - total:.0f} s")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    title = f"## bench_reads.py --nodes {args.nodes} --minutes {args.minutes} ({stamp})"
+    write_section(f"bench_reads-{args.nodes}", f"{title}\n\n```\n" + "\n".join(LINES) + "\n```")
+
+
+if __name__ == "__main__":
+    main()
