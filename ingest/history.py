@@ -77,6 +77,7 @@ class Encoding:
 _EXACT_INT = "exact (integer)"
 _RATIO = "1e-6 absolute: exact for dcgm-exporter, which prints 6 decimals"
 _FLOAT4 = "float4: relative error ≤ 2⁻²⁴ ≈ 6e-8"
+_AS_HOT = "exact: float4 in the hot rows as well"
 GPU_ENCODINGS = (
     Encoding("util", "smallint", 1, "exact: DCGM reports integer percent"),
     Encoding("tensor", "integer", 1_000_000, _RATIO),
@@ -89,6 +90,12 @@ GPU_ENCODINGS = (
     Encoding("nvlink_crc_data", "integer", 1, _EXACT_INT),
     Encoding("nvlink_replay", "integer", 1, _EXACT_INT),
     Encoding("nvlink_recovery", "integer", 1, _EXACT_INT),
+    # Hardware health (ingest 0012): float4 in the hot rows too, kept as they are.
+    Encoding("ecc_dbe_vol", "real", 0, _AS_HOT, "real"),
+    Encoding("pcie_replay", "real", 0, _AS_HOT, "real"),
+    Encoding("row_remap_failure", "real", 0, _AS_HOT, "real"),
+    Encoding("row_remap_pending", "real", 0, _AS_HOT, "real"),
+    Encoding("clock_events", "real", 0, _AS_HOT, "real"),
 )
 IB_ENCODINGS = (
     Encoding("tx_bytes", "real", 0, _FLOAT4),
