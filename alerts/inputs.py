@@ -44,6 +44,8 @@ SPARSE = {
     "ib_errors": ("ib_errors", q.IB_ERRORS, "ib", IbErrorPoint),
     "kueue": ("kueue", q.KUEUE, "kueue", KueuePoint),
 }
+#: Sparse datasets read from raw samples (hot and compacted): their bounds go in twice.
+RAW_SPARSE = {"ib_errors"}
 # Dense and per-node datasets of the two raw tables (see _fetch_gpu, _fetch_ib).
 GPU_DATASETS = ("gpu", "nvlink", "gpu_times")
 IB_DATASETS = ("ib", "throughput")
@@ -149,16 +151,17 @@ def fetch(
         data.window_starts[dataset] = min(start, data.window_starts.get(dataset, start))
         return [start, end]
 
-    filters = prefilters(rule_settings, extra)
+    filters, marks = prefilters(rule_settings, extra), history_marks(rule_settings, extra)
     if need.keys() & set(GPU_DATASETS):
-        _fetch_gpu(data, need, window, _predicate(filters, need, "gpu"), span is not None)
+        gpu_filter = (*_predicate(filters, need, "gpu"), marks.get("gpu"))
+        _fetch_gpu(data, need, window, gpu_filter, span is not None)
     if need.keys() & set(IB_DATASETS):
-        _fetch_ib(data, need, window, _predicate(filters, need, "ib"))
+        _fetch_ib(data, need, window, (*_predicate(filters, need, "ib"), marks.get("ib")))
     for dataset, (attr, sql, family, row_type) in SPARSE.items():
         if dataset in need:
-            setattr(
-                data, attr, list(map(row_type._make, _rows(sql, window(dataset, family), dataset)))
-            )
+            bounds = window(dataset, family)
+            params = q.twice(bounds) if dataset in RAW_SPARSE else bounds
+            setattr(data, attr, list(map(row_type._make, _rows(sql, params, dataset))))
     if "ib_last" in need:
         _fetch_ib_last(data, window)
     if "gpu_health" in need:
@@ -169,6 +172,17 @@ def fetch(
     return data
 
 
+def history_marks(rule_settings: dict[str, RuleSettings], extra: Extra = None) -> dict[str, str]:
+    """Per dense dataset, the compacted-history mark (``ingest.history``) every enabled
+    reader's prefilter implies, where they all name the same one (else no entry)."""
+    named: dict[str, set[str | None]] = {}
+    for rule, rs in enabled(rule_settings, extra):
+        own = rule.history_mark(rs)
+        for dataset in set(rule.needs) & {"gpu", "ib"}:
+            named.setdefault(dataset, set()).add(own.get(dataset))
+    return {d: next(iter(m)) for d, m in named.items() if len(m) == 1 and None not in m}  # type: ignore[misc]
+
+
 def _predicate(filters: dict, need: dict[str, float], dataset: str) -> tuple[str, list[Any]]:
     """The SQL predicate selecting the series of ``dataset`` to fetch whole ("false": none needed)."""
     if dataset not in need:
@@ -176,25 +190,28 @@ def _predicate(filters: dict, need: dict[str, float], dataset: str) -> tuple[str
     return filters.get(dataset) or ("true", [])
 
 
-def _fetch_gpu(data: EvaluationData, need: dict[str, float], window: Any, predicate: tuple[str, list[Any]],
-               backtest: bool) -> None:  # fmt: skip
+def _fetch_gpu(data: EvaluationData, need: dict[str, float], window: Any,
+               predicate: tuple[str, list[Any], str | None], backtest: bool) -> None:  # fmt: skip
     """Prefilter candidates' whole series, NVLink error steps, node sample times: index-backed."""
     if "gpu" in need:
-        sql, params = predicate
-        bounds = window("gpu", "gpu")
-        rows = _rows(q.GPU_SERIES.format(pred=sql), [*bounds, *params, *bounds], "gpu")
-        data.gpu = list(map(GpuPoint._make, rows))
+        sql, params, mark = predicate
+        bounds = q.twice(window("gpu", "gpu"))
+        series = q.gpu_candidates(mark, sql)
+        data.gpu = list(map(GpuPoint._make, _rows(series, [*bounds, *params, *bounds], "gpu")))
     if "nvlink" in need:
-        rows = _rows(q.NVLINK, window("nvlink", "gpu"), "nvlink")
+        rows = _rows(q.NVLINK, q.twice(window("nvlink", "gpu")), "nvlink")
         data.nvlink = sorted(map(NvlinkPoint._make, rows))
     if "gpu_times" in need:
         sql = q.GPU_TIMES if backtest else q.GPU_LAST
-        rows = _rows(sql, window("gpu_times", "gpu"), "gpu_times")
+        rows = _rows(sql, q.twice(window("gpu_times", "gpu")), "gpu_times")
         data.sample_times = {("gpu", node): sorted(times) for node, times in rows}
 
 
 def _fetch_ib(
-    data: EvaluationData, need: dict[str, float], window: Any, predicate: tuple[str, list[Any]]
+    data: EvaluationData,
+    need: dict[str, float],
+    window: Any,
+    predicate: tuple[str, list[Any], str | None],
 ) -> None:
     """Per-node throughput (hence IB sample times), and the whole series of the prefilter's candidates."""
     if "throughput" in need:
@@ -206,16 +223,20 @@ def _fetch_ib(
         ib_times = {("ib", node): sorted(seq) for node, seq in times.items()}
         data.sample_times = {**(data.sample_times or {}), **ib_times}
     if "ib" in need:
-        sql, params = predicate
-        bounds = window("ib", "ib")
-        rows = _rows(q.IB_SERIES.format(pred=sql), [*bounds, *params, *bounds], "ib")
+        sql, params, mark = predicate
+        bounds = q.twice(window("ib", "ib"))
+        rows = _rows(q.ib_candidates(mark, sql), [*bounds, *params, *bounds], "ib")
         data.ib = list(map(IbPoint._make, rows))
 
 
 def _fetch_ib_last(data: EvaluationData, window: Any) -> None:
     """Newest IB sample of the nodes with a non-active port sample (what ``ib_link_flap`` asks)."""
     nodes = sorted({pt.node for pt in data.ib_errors if pt.state is not None and pt.state != 4})
-    rows = _rows(q.IB_LAST, [nodes, *window("ib_last", "ib")], "ib_last") if nodes else []
+    if nodes:
+        bounds = window("ib_last", "ib")
+        rows = _rows(q.IB_LAST, [*bounds, nodes, *bounds], "ib_last")
+    else:
+        rows = []
     data.ib_last = dict(rows)
 
 
@@ -275,8 +296,7 @@ def _last_seen(
         present = sorted(data.node_sample_times(family))
         end = data.as_of_family(family)
         start_of_window = end - need.get("gpu_times" if family == "gpu" else "throughput", 0.0)
-        for node, ts in _rows(
-            q.LAST_SEEN[family], [end - forget, start_of_window, end - forget, present]
-        ):
+        bounds = q.twice([end - forget, start_of_window])
+        for node, ts in _rows(q.LAST_SEEN[family], [*bounds, end - forget, present]):
             seen[(family, node)] = ts
     return seen

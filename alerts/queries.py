@@ -6,37 +6,67 @@ prefilter predicate (see ``BaseRule.prefilter``); window bounds are unix seconds
 
 from __future__ import annotations
 
+from ingest.selectors import columns_in, gpu_rows, ib_rows
+
 EPOCH = "extract(epoch from {})::float8"
 WINDOW = "ts > to_timestamp(%s) AND ts <= to_timestamp(%s)"
+# Raw samples, hot and compacted alike (ingest.history), over the window's bounds: every
+# query reading them takes its window's two bounds twice (``twice``), for the call and WINDOW.
+BOUNDS = ("to_timestamp(%s)", "to_timestamp(%s)")
+# Each read names the value columns it uses: compacted history decodes only those.
+GPU_TIMES_ONLY, IB_TIMES_ONLY = gpu_rows(*BOUNDS, columns=()), ib_rows(*BOUNDS, columns=())
+GPU_POINTS = gpu_rows(*BOUNDS, columns=("util", "tensor", "sm", "power"))
+IB_POINTS = ib_rows(
+    *BOUNDS, columns=("tx_bytes", "rx_bytes", "xmit_wait", "state", "saturated", "rate")
+)
+
+
+def twice(bounds: list[float]) -> list[float]:
+    """The parameters of a window read through ``gpu_rows`` / ``ib_rows`` and WINDOW."""
+    return [*bounds, *bounds]
+
+
+def gpu_candidates(mark: str | None, pred: str) -> str:
+    """GPU_SERIES for the prefilter ``pred``, its candidates' history rows limited to ``mark``."""
+    rows = gpu_rows(*BOUNDS, mark, columns=columns_in("gpu", pred))
+    return GPU_SERIES.replace("{candidates}", rows).replace("{pred}", pred)
+
+
+def ib_candidates(mark: str | None, pred: str) -> str:
+    """IB_SERIES for the prefilter ``pred``, its candidates' history rows limited to ``mark``."""
+    rows = ib_rows(*BOUNDS, mark, columns=columns_in("ib", pred))
+    return IB_SERIES.replace("{candidates}", rows).replace("{pred}", pred)
+
 
 GPU_COLUMNS = f"n.name, s.gpu, {EPOCH.format('s.ts')}, s.util, s.tensor, s.sm, s.power"
 IB_COLUMNS = f"n.name, p.device, p.port, {EPOCH.format('s.ts')}, s.tx_bytes, s.rx_bytes, s.xmit_wait, s.state, s.saturated, s.rate"
 # Whole series of the GPUs with a row matching the dense prefilter ({pred}) in the window.
 # With the default thresholds the candidates come from the partial index ingest_gpusample_drift_ts;
 # OFFSET 0 keeps the series a primary-key probe per candidate (the planner cannot know how
-# few candidates there are, and would scan the window instead).
+# few candidates there are, and would scan the window instead). In compacted history the
+# candidates come from the rows marked for the same predicate (``gpu_candidates``).
 GPU_SERIES = f"""
-WITH c AS (SELECT DISTINCT node_id, gpu FROM ingest_gpusample WHERE {WINDOW} AND ({{pred}}))
+WITH c AS (SELECT DISTINCT node_id, gpu FROM {{candidates}} s WHERE {WINDOW} AND ({{pred}}))
 SELECT {GPU_COLUMNS} FROM c JOIN ingest_node n ON n.id = c.node_id CROSS JOIN LATERAL (
-    SELECT * FROM ingest_gpusample WHERE node_id = c.node_id AND gpu = c.gpu AND {WINDOW} OFFSET 0
+    SELECT * FROM {GPU_POINTS} r WHERE node_id = c.node_id AND gpu = c.gpu AND {WINDOW} OFFSET 0
 ) s ORDER BY n.name, s.gpu, s.ts
 """
 # Steps where NVLink error counters increased (sparse: the partial index ingest_gpusample_nvlink_ts).
 NVLINK = f"""
 SELECT n.name, s.gpu, {EPOCH.format("s.ts")}, coalesce(s.nvlink_crc_flit, 0), coalesce(s.nvlink_crc_data, 0)
-FROM ingest_gpusample s JOIN ingest_node n ON n.id = s.node_id
+FROM {gpu_rows(*BOUNDS, "nvlink", columns=("nvlink_crc_flit", "nvlink_crc_data"))} s JOIN ingest_node n ON n.id = s.node_id
 WHERE s.{WINDOW} AND (s.nvlink_crc_flit > 0 OR s.nvlink_crc_data > 0)
 """
 # Each node's newest GPU sample in the window (live), or all its sample times (backtests).
 GPU_LAST = f"""
 SELECT n.name, ARRAY[x.t] FROM (
-    SELECT node_id, {EPOCH.format("max(ts)")} AS t FROM ingest_gpusample WHERE {WINDOW} GROUP BY node_id
+    SELECT node_id, {EPOCH.format("max(ts)")} AS t FROM {GPU_TIMES_ONLY} s WHERE {WINDOW} GROUP BY node_id
 ) x JOIN ingest_node n ON n.id = x.node_id
 """
 GPU_TIMES = f"""
 SELECT n.name, x.times FROM (
     SELECT node_id, array_agg(DISTINCT {EPOCH.format("ts")}) AS times
-    FROM ingest_gpusample WHERE {WINDOW} GROUP BY node_id
+    FROM {GPU_TIMES_ONLY} s WHERE {WINDOW} GROUP BY node_id
 ) x JOIN ingest_node n ON n.id = x.node_id
 """
 # Per node and step, tx + rx over all its ports (also gives each node's IB sample times):
@@ -48,25 +78,30 @@ FROM ingest_ibnodestep s JOIN ingest_node n ON n.id = s.node_id WHERE s.{WINDOW}
 # Whole series of the ports with a row matching {pred} in the window. With the default
 # thresholds the candidates come from the partial index ingest_ibsample_wait_ts (OFFSET 0: as above).
 IB_SERIES = f"""
-WITH c AS (SELECT DISTINCT port_id FROM ingest_ibsample WHERE {WINDOW} AND ({{pred}}))
+WITH c AS (SELECT DISTINCT port_id FROM {{candidates}} s WHERE {WINDOW} AND ({{pred}}))
 SELECT {IB_COLUMNS} FROM c JOIN ingest_ibport p ON p.id = c.port_id
 JOIN ingest_node n ON n.id = p.node_id CROSS JOIN LATERAL (
-    SELECT * FROM ingest_ibsample WHERE port_id = c.port_id AND {WINDOW} OFFSET 0
+    SELECT * FROM {IB_POINTS} r WHERE port_id = c.port_id AND {WINDOW} OFFSET 0
 ) s ORDER BY n.name, p.device, p.port, s.ts
 """
 # Newest IB sample of the given nodes, through the primary key (port_id, ts).
 IB_LAST = f"""
 SELECT n.name, {EPOCH.format("max(s.ts)")} FROM ingest_node n JOIN ingest_ibport p ON p.node_id = n.id
-JOIN ingest_ibsample s ON s.port_id = p.id AND s.node_id = n.id
+JOIN {IB_TIMES_ONLY} s ON s.port_id = p.id AND s.node_id = n.id
 WHERE n.name = ANY(%s) AND s.{WINDOW} GROUP BY n.name
 """
+IB_ERROR_COLUMNS = (
+    "symbol_errors", "rcv_errors", "local_link_integrity", "excessive_buffer_overrun",
+    "link_downed", "link_error_recovery", "state",
+)  # fmt: skip
 # Sparse: the partial index ingest_ibsample_errors_ts holds exactly the rows matching this predicate.
 IB_ERRORS = f"""
 SELECT n.name, p.device, p.port, {EPOCH.format("s.ts")}, coalesce(s.symbol_errors, 0),
        coalesce(s.rcv_errors, 0), coalesce(s.local_link_integrity, 0),
        coalesce(s.excessive_buffer_overrun, 0), coalesce(s.link_downed, 0),
        coalesce(s.link_error_recovery, 0), s.state
-FROM ingest_ibsample s JOIN ingest_ibport p ON p.id = s.port_id JOIN ingest_node n ON n.id = p.node_id
+FROM {ib_rows(*BOUNDS, "errors", columns=IB_ERROR_COLUMNS)} s JOIN ingest_ibport p ON p.id = s.port_id
+JOIN ingest_node n ON n.id = p.node_id
 WHERE s.{WINDOW}
   AND (s.symbol_errors > 0 OR s.rcv_errors > 0 OR s.local_link_integrity > 0
        OR s.excessive_buffer_overrun > 0 OR s.link_downed > 0 OR s.link_error_recovery > 0
@@ -159,12 +194,11 @@ FROM ingest_ingestcursor c LEFT JOIN ingest_familyhealth h ON h.family = c.famil
 # (node_id, gpu, ts) and (port_id, ts): a few index probes per absent node.
 LAST_SEEN = {
     "gpu": f"""SELECT n.name, {EPOCH.format("x.ts")} FROM ingest_node n CROSS JOIN LATERAL (
-        SELECT max(s.ts) AS ts FROM ingest_gpusample s
-        WHERE s.node_id = n.id AND s.ts > to_timestamp(%s) AND s.ts <= to_timestamp(%s)) x
+        SELECT max(s.ts) AS ts FROM {GPU_TIMES_ONLY} s
+        WHERE s.node_id = n.id AND s.{WINDOW}) x
         WHERE x.ts IS NOT NULL AND n.last_seen > to_timestamp(%s) AND n.name <> ALL(%s)""",
     "ib": f"""SELECT n.name, {EPOCH.format("x.ts")} FROM ingest_node n CROSS JOIN LATERAL (
-        SELECT max(s.ts) AS ts FROM ingest_ibsample s
-        WHERE s.port_id IN (SELECT id FROM ingest_ibport WHERE node_id = n.id)
-          AND s.ts > to_timestamp(%s) AND s.ts <= to_timestamp(%s)) x
+        SELECT max(s.ts) AS ts FROM {IB_TIMES_ONLY} s
+        WHERE s.port_id IN (SELECT id FROM ingest_ibport WHERE node_id = n.id) AND s.{WINDOW}) x
         WHERE x.ts IS NOT NULL AND n.last_seen > to_timestamp(%s) AND n.name <> ALL(%s)""",
 }

@@ -22,6 +22,9 @@ def beat_schedule() -> dict[str, dict[str, Any]]:
         "worker-heartbeat": _every("core.tasks.record_worker_heartbeat", 30.0),
         "ingest-cycle": _every("ingest.tasks.ingest_cycle", interval),
         "ingest-partitions": _every("ingest.tasks.maintain_partitions", 3600.0),
+        "ingest-compaction": _every(
+            "ingest.tasks.compact_history", float(settings.INGEST_COMPACTION_INTERVAL_SECONDS)
+        ),
         "alerts-evaluate": _every(
             "alerts.tasks.evaluate_alerts", float(settings.ALERTS_EVALUATION_INTERVAL_SECONDS)
         ),

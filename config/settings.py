@@ -97,6 +97,14 @@ INGEST_CHUNK_STEPS = env.env_int("INGEST_CHUNK_STEPS", 120, minimum=1)
 INGEST_SHARDS = env.env_int("INGEST_SHARDS", 1, minimum=1)
 INGEST_RAW_RETENTION_DAYS = env.env_int("INGEST_RAW_RETENTION_DAYS", 14, minimum=1)
 INGEST_ROLLUP_RETENTION_DAYS = env.env_int("INGEST_ROLLUP_RETENTION_DAYS", 180, minimum=1)
+# Raw GPU / IB samples older than this many hours are compacted into hourly history rows
+# (ingest.compaction; a few hours past the longest alert look-back, ~1 h, plus its catch-up, 1 h).
+INGEST_HOT_HOURS = env.env_int("INGEST_HOT_HOURS", 6, minimum=2)
+# Seconds one compaction run may start new hours for (below the celery queue's soft time limit).
+INGEST_COMPACTION_BUDGET_SECONDS = env.env_int("INGEST_COMPACTION_BUDGET_SECONDS", 240, minimum=1)
+INGEST_COMPACTION_INTERVAL_SECONDS = env.env_int(
+    "INGEST_COMPACTION_INTERVAL_SECONDS", 600, minimum=60
+)
 # The node page's hourly node tiles (as big as 2/3 of the rollups); older windows read the rollups.
 INGEST_NODE_TILE_RETENTION_DAYS = env.env_int("INGEST_NODE_TILE_RETENTION_DAYS", 14, minimum=1)
 INGEST_MAX_LAG_SECONDS = env.env_int("INGEST_MAX_LAG_SECONDS", 300, minimum=1)
@@ -412,6 +420,8 @@ for _queue, (_soft, _hard) in _TIME_LIMIT_DEFAULTS.items():
         )
     TASK_TIME_LIMITS[_queue] = (_soft, _hard)
 CELERY_TASK_ROUTES = {
+    # Off the ingest queue: a long compaction never delays an ingest cycle.
+    "ingest.tasks.compact_history": {"queue": "celery"},
     "ingest.tasks.*": {"queue": "ingest"},
     "alerts.notify.tasks.*": {"queue": "notify"},  # before "alerts.*": globs match in order
     "alerts.*": {"queue": "alerts"},

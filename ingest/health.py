@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from typing import Any
 
 from django.conf import settings
 from django.db.models import F
@@ -117,3 +118,45 @@ class IngestCollector(Collector):
             for reason, count in sorted((row.skipped_reasons or {}).items()):
                 unfit.add_metric([row.family, reason], float(count))
         yield from (lag, rows, skipped, errors, success, unfit)
+        yield from compaction_metrics()
+
+
+def compaction_metrics(now: datetime | None = None) -> list[Metric]:
+    """Compaction's cost and backlog per hot table (``ingest.compaction``), from its progress rows."""
+    from django.db.models import Sum
+
+    from .compaction import hours_pending
+    from .models import Compaction
+
+    rows = CounterMetricFamily(
+        "clusterwatch_compaction_rows", "Hot sample rows compacted into history.", labels=["table"]
+    )
+    seconds = CounterMetricFamily(
+        "clusterwatch_compaction_seconds", "Time spent compacting.", labels=["table"]
+    )
+    leftover = GaugeMetricFamily(
+        "clusterwatch_compaction_leftover_rows",
+        "Rows past the hot window left hot (off the step grid or out of an encoding's range).",
+        labels=["table"],
+    )
+    pending = GaugeMetricFamily(
+        "clusterwatch_compaction_pending_hours",
+        "Hours past the hot window not compacted yet.",
+        labels=["table"],
+    )
+    try:
+        totals: list[dict[str, Any]] = list(
+            Compaction.objects.values("table").annotate(
+                rows=Sum("rows"), seconds=Sum("seconds"), leftover=Sum("leftover")
+            )
+        )
+        backlog = hours_pending(now)
+    except Exception:  # noqa: BLE001 - a scrape must not fail because the database is down
+        totals, backlog = [], {}
+    for total in sorted(totals, key=lambda t: t["table"]):
+        rows.add_metric([total["table"]], float(total["rows"]))
+        seconds.add_metric([total["table"]], float(total["seconds"]))
+        leftover.add_metric([total["table"]], float(total["leftover"]))
+    for table, hours in sorted(backlog.items()):
+        pending.add_metric([table], float(hours))
+    return [rows, seconds, leftover, pending]

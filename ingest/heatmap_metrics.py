@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from .drift import IDLE_TENSOR_BUCKET
+from .history import columns_in, gpu_rows, ib_rows
 
 if TYPE_CHECKING:
     from django.db.backends.utils import CursorWrapper
@@ -143,10 +144,14 @@ def _columns(cells: str, by_ts: bool = False) -> str:
     )
 
 
+_RAW = {"gpu": gpu_rows, "ib": ib_rows}  # hot rows and compacted history alike
+
+
 def raw_heatmap_sql(spec: MetricSpec) -> str:
     """(column index, node ids, cells) rows of a heatmap from raw samples (see ``_columns``)."""
     per_ts = (
-        f"SELECT node_id, {COLUMN_INDEX} AS j, {spec.inner} AS v FROM ingest_{spec.family}sample "
+        f"SELECT node_id, {COLUMN_INDEX} AS j, {spec.inner} AS v "
+        f"FROM {_RAW[spec.family]('%(start)s', '%(end)s', exclusive=True, columns=columns_in(spec.family, spec.inner))} s "
         f"WHERE ts >= %(start)s AND ts < %(end)s GROUP BY node_id, ts"
     )
     return _columns(f"SELECT j, node_id, {spec.outer}(v) AS v FROM ({per_ts}) p GROUP BY 1, 2")

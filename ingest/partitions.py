@@ -1,7 +1,7 @@
 """Partition maintenance of the time-series tables.
 
-Raw tables are partitioned by day, rollups by 10 days (bounds aligned to the
-unix epoch, UTC). ``ensure_partitions`` creates what a window about to be
+Raw tables and their compacted history (``ingest.history``) are partitioned by day,
+rollups by 10 days (bounds aligned to the unix epoch, UTC). ``ensure_partitions`` creates what a window about to be
 written needs, past or future, so a backfill into last week just works;
 ``drop_expired`` drops whole partitions older than the retention, which is
 cheap (no DELETE, no vacuum). Both serialise on one advisory lock so two
@@ -27,6 +27,7 @@ class PartitionedTable:
     name: str
     width_days: int
     retention_setting: str
+    options: str = ""  # storage parameters of each partition (``WITH (…)``)
 
 
 RAW_TABLES = (
@@ -43,6 +44,15 @@ ROLLUP_TABLES = (
     PartitionedTable("ingest_nodetile", 10, "INGEST_NODE_TILE_RETENTION_DAYS"),
 )
 TABLES = RAW_TABLES + ROLLUP_TABLES
+#: Made by compaction only (``ingest.compaction``), dropped with the raw partitions.
+HISTORY_TABLES = (
+    PartitionedTable(
+        "ingest_gpuhistory", 1, "INGEST_RAW_RETENTION_DAYS", "toast_tuple_target = 128"
+    ),
+    PartitionedTable(
+        "ingest_ibhistory", 1, "INGEST_RAW_RETENTION_DAYS", "toast_tuple_target = 128"
+    ),
+)
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -93,7 +103,7 @@ def ensure_partitions(
     rolled-back cycle leaves no half-made partition behind.
     """
     missing = [
-        (table.name, *spec)
+        (table, *spec)
         for table in tables
         for spec in _wanted(table, start, end)
         if spec[0] not in _existing(table.name)
@@ -103,12 +113,13 @@ def ensure_partitions(
     _lock()
     created = 0
     with connection.cursor() as cursor:
-        for parent, name, lower, upper in missing:
-            if name in _existing(parent):  # made by another worker while we waited
+        for table, name, lower, upper in missing:
+            if name in _existing(table.name):  # made by another worker while we waited
                 continue
+            options = f" WITH ({table.options})" if table.options else ""
             cursor.execute(
-                f'CREATE TABLE "{name}" PARTITION OF "{parent}" '
-                f"FOR VALUES FROM ('{lower.isoformat()}') TO ('{upper.isoformat()}')"
+                f'CREATE TABLE "{name}" PARTITION OF "{table.name}" '
+                f"FOR VALUES FROM ('{lower.isoformat()}') TO ('{upper.isoformat()}'){options}"
             )
             created += 1
     return created
@@ -128,7 +139,7 @@ def drop_expired(now: datetime | None = None) -> list[str]:
     dropped: list[str] = []
     _lock()
     with connection.cursor() as cursor:
-        for table in TABLES:
+        for table in TABLES + HISTORY_TABLES:
             horizon = now - timedelta(days=getattr(settings, table.retention_setting))
             for name in sorted(_existing(table.name)):
                 upper = _upper_bound_of(name, table)

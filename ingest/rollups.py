@@ -30,6 +30,7 @@ from django.db import connection
 
 from . import node_tiles
 from .heatmap_metrics import display_floats, node_rollup_columns, tile_refresh_sql
+from .history import gpu_rows, ib_rows
 from .partitions import RAW_TABLES, ROLLUP_TABLES, ensure_partitions
 from .store import GPU_VALUE_COLUMNS, IB_VALUE_COLUMNS
 
@@ -71,11 +72,20 @@ def _pk(keys: tuple[str, ...]) -> str:
     return "port_id, ts" if "port_id" in keys else "node_id, gpu, ts"
 
 
+# Raw rows hot and compacted alike (a backfill older than the hot window refreshes too).
 GPU_REFRESH = _refresh_sql(
-    "ingest_gpusample", "ingest_gpurollup", ("node_id", "gpu"), GPU_VALUE_COLUMNS, GPU_SUMS
+    gpu_rows("%s", "%s", exclusive=True),
+    "ingest_gpurollup",
+    ("node_id", "gpu"),
+    GPU_VALUE_COLUMNS,
+    GPU_SUMS,
 )
 IB_REFRESH = _refresh_sql(
-    "ingest_ibsample", "ingest_ibrollup", ("port_id", "node_id"), IB_VALUE_COLUMNS, IB_SUMS
+    ib_rows("%s", "%s", exclusive=True),
+    "ingest_ibrollup",
+    ("port_id", "node_id"),
+    IB_VALUE_COLUMNS,
+    IB_SUMS,
 )
 
 
@@ -101,10 +111,10 @@ def bucket_start(moment: datetime) -> datetime:
     return moment - timedelta(seconds=epoch_seconds % 300, microseconds=moment.microsecond)
 
 
-IB_NODE_STEPS = """
+IB_NODE_STEPS = f"""
 INSERT INTO ingest_ibnodestep (ts, node_id, bytes)
 SELECT ts, node_id, sum(coalesce(tx_bytes, 0) + coalesce(rx_bytes, 0))
-FROM ingest_ibsample WHERE ts >= %s AND ts <= %s GROUP BY ts, node_id
+FROM {ib_rows("%s", "%s")} WHERE ts >= %s AND ts <= %s GROUP BY ts, node_id
 ON CONFLICT (ts, node_id) DO UPDATE SET bytes = excluded.bytes
 WHERE ingest_ibnodestep.bytes IS DISTINCT FROM excluded.bytes
 """
@@ -115,7 +125,7 @@ def refresh_ib_node_steps(start: datetime, end: datetime) -> int:
     table = next(t for t in RAW_TABLES if t.name == "ingest_ibnodestep")
     ensure_partitions(start, end, (table,))
     with connection.cursor() as cursor:
-        cursor.execute(IB_NODE_STEPS, [start, end])
+        cursor.execute(IB_NODE_STEPS, [start, end] * 2)
         return cursor.rowcount
 
 
@@ -129,7 +139,7 @@ def refresh(family: str, start: datetime, end: datetime) -> int:
     low, high = bucket_start(start), bucket_start(end) + BUCKET
     ensure_partitions(low, high, ROLLUP_TABLES)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [low, high])
+        cursor.execute(sql, [low, high] * 2)
         written = cursor.rowcount
     refresh_nodes(family, low, high)
     refresh_tiles(family, low, high)

@@ -3,7 +3,8 @@
 Raw samples or 5-minute rollups are chosen by ``use_rollup``: rollups when the
 window is longer than 12 h (node series: from 6 h) or the resolution is ≥ 300 s. Time
 bucketing happens in SQL (``date_bin`` from the window start); a bucket is
-labelled by its start. Node aggregation per heatmap metric is documented in
+labelled by its start. Raw samples are read through ``ingest.history.gpu_rows`` /
+``ib_rows``: hot rows and compacted history alike. Node aggregation per heatmap metric is documented in
 ``ingest.heatmap_metrics``; long-window heatmaps read the per-node rollups, or their hourly
 tiles for 5-minute columns. A node's per-device series of 5-minute columns read the hourly
 node tiles (``ingest.node_tiles``).
@@ -31,12 +32,18 @@ from .heatmap_metrics import (
     tile_heatmap_sql,
     tile_params,
 )
+
+# gpu_rows / ib_rows: the raw-sample FROM items other apps' own SQL reads (hot + compacted).
+from .history import columns_in, gpu_rows, ib_rows
 from .models import FamilyHealth, XidEvent
 from .store import GPU_VALUE_COLUMNS, IB_VALUE_COLUMNS
 
 ROLLUP_WINDOW = timedelta(hours=12)
 ROLLUP_STEP_SECONDS = 300
 NODE_ROLLUP_WINDOW = timedelta(hours=6)
+#: Upper bound of a raw read "from ts on" (SQL).
+ALL_AFTER = "'infinity'"
+LATEST_GPU, LATEST_IB = ("util", "tensor", "power", "temp"), ("tx_bytes", "rx_bytes", "state")
 
 
 class HeatmapMatrix(NamedTuple):
@@ -138,8 +145,13 @@ def use_rollup(start: datetime, end: datetime, step: int | None = None) -> bool:
     return end - start > ROLLUP_WINDOW or (step is not None and step >= ROLLUP_STEP_SECONDS)
 
 
-def _table(family: str, rollup: bool) -> str:
-    return f"ingest_{family}{'rollup' if rollup else 'sample'}"
+def _table(family: str, rollup: bool, lo: str = "%s", hi: str = "%s", uses: str = "") -> str:
+    """The rollup table, or the raw samples (hot and compacted) with ``lo <= ts < hi``;
+    ``uses``: SQL naming the value columns read (default: all of them)."""
+    if rollup:
+        return f"ingest_{family}rollup"
+    columns = columns_in(family, uses) if uses else None
+    return (gpu_rows if family == "gpu" else ib_rows)(lo, hi, exclusive=True, columns=columns)
 
 
 def _bucket_times(start: datetime, end: datetime, step: int) -> list[datetime]:
@@ -276,9 +288,13 @@ def rail_matrix(metric: str, start: datetime, end: datetime) -> RailMatrix:
     spec, rollup = HEATMAP_METRICS[metric], use_rollup(start, end)
     device = "p.device" if spec.family == "ib" else "s.gpu::text"
     join = "JOIN ingest_ibport p ON p.id = s.port_id" if spec.family == "ib" else ""
+    # Raw samples: the reader's own bounds are the window (a second ts test on decoded history
+    # rows would make the planner expect a handful of rows, and probe both joins per row).
+    where = "WHERE s.ts >= %s AND s.ts < %s" if rollup else ""
     rows = _fetch(
-        f"SELECT n.name, {device}, {spec.outer}({spec.per_device}) FROM {_table(spec.family, rollup)} s {join} "
-        f"JOIN ingest_node n ON n.id = s.node_id WHERE s.ts >= %s AND s.ts < %s GROUP BY 1, 2",
+        f"SELECT n.name, {device}, {spec.outer}({spec.per_device}) "
+        f"FROM {_table(spec.family, rollup, uses=spec.per_device)} s {join} "
+        f"JOIN ingest_node n ON n.id = s.node_id {where} GROUP BY 1, 2",
         [start, end],
     )
     rails = sorted({r[1] for r in rows}, key=lambda d: (len(d), d))
@@ -312,15 +328,17 @@ def _stored_series(
     columns = GPU_VALUE_COLUMNS if family == "gpu" else IB_VALUE_COLUMNS
     # By the leading key column (IB: port_id via the node's ports; s.node_id has no index
     # and scanned the whole window) and constant ts bounds: index scans in pruned partitions.
-    ib, table = family == "ib", _table(family, rollup)
+    ib, table = family == "ib", _table(family, rollup, "%(start)s", "%(end)s")
     device, owner = ("p.device", "p.node_id") if ib else ("s.gpu::text", "s.node_id")
     source = f"ingest_ibport p JOIN {table} s ON s.port_id = p.id" if ib else f"{table} s"
+    # Raw IB rows also by their own node_id: compacted history is indexed on it.
+    also = "AND s.node_id = p.node_id" if ib and not rollup else ""
     aggregates = ", ".join(f"avg(s.{c})" for c in columns)
     # The column index comes from Postgres as an int: no timestamp parsed per row.
     index = "floor((date_part('epoch', s.ts) - %(start_epoch)s) / %(step)s)::int"
     rows = _fetch(
         f"SELECT {device}, {index} AS j, {aggregates} "
-        f"FROM {source} WHERE {owner} = (SELECT id FROM ingest_node WHERE name = %(node)s) "
+        f"FROM {source} WHERE {owner} = (SELECT id FROM ingest_node WHERE name = %(node)s) {also} "
         f"AND s.ts >= %(start)s AND s.ts < %(end)s GROUP BY 1, 2",
         {"start": start, "end": end, "node": node, "start_epoch": start.timestamp(), "step": step},
     )
@@ -374,7 +392,7 @@ def latest_per_node(now: datetime | None = None) -> dict[str, NodeLatest]:
     since = (now or clock.now()) - timedelta(minutes=10)
     gpu = _fetch(
         "SELECT n.name, max(l.ts), avg(l.util), avg(l.tensor), sum(l.power), max(l.temp) FROM ("
-        " SELECT DISTINCT ON (node_id, gpu) * FROM ingest_gpusample WHERE ts >= %s"
+        f" SELECT DISTINCT ON (node_id, gpu) * FROM {gpu_rows('%s', ALL_AFTER, columns=LATEST_GPU)}"
         " ORDER BY node_id, gpu, ts DESC) l JOIN ingest_node n ON n.id = l.node_id GROUP BY n.name",
         [since],
     )
@@ -382,8 +400,8 @@ def latest_per_node(now: datetime | None = None) -> dict[str, NodeLatest]:
         # active_ports is NULL (unknown) when no port reports a state (treydock exports none).
         "SELECT n.name, max(l.ts), sum(l.tx_bytes), sum(l.rx_bytes),"
         " CASE WHEN count(l.state) = 0 THEN NULL ELSE count(*) FILTER (WHERE l.state = 4) END FROM ("
-        " SELECT DISTINCT ON (port_id) * FROM ingest_ibsample WHERE ts >= %s ORDER BY port_id, ts DESC) l"
-        " JOIN ingest_node n ON n.id = l.node_id GROUP BY n.name",
+        f" SELECT DISTINCT ON (port_id) * FROM {ib_rows('%s', ALL_AFTER, columns=LATEST_IB)}"
+        " ORDER BY port_id, ts DESC) l JOIN ingest_node n ON n.id = l.node_id GROUP BY n.name",
         [since],
     )
     latest = {name: NodeLatest(name, *row, None, None, None, None) for name, *row in gpu}
@@ -460,9 +478,10 @@ def gpu_samples_between(
     """Raw GPU samples with start < ts <= end, ordered by node, gpu, ts."""
     where, extra = _node_filter(nodes)
     rows = _fetch(
-        f"SELECT n.name, s.gpu, s.ts, {', '.join('s.' + c for c in GPU_VALUE_COLUMNS)} FROM ingest_gpusample s "
-        f"JOIN ingest_node n ON n.id = s.node_id WHERE s.ts > %s AND s.ts <= %s {where} ORDER BY 1, 2, 3",
-        [start, end, *extra],
+        f"SELECT n.name, s.gpu, s.ts, {', '.join('s.' + c for c in GPU_VALUE_COLUMNS)} "
+        f"FROM {gpu_rows('%s', '%s')} s JOIN ingest_node n ON n.id = s.node_id "
+        f"WHERE s.ts > %s AND s.ts <= %s {where} ORDER BY 1, 2, 3",
+        [start, end, start, end, *extra],
     )
     return [GpuRow._make(row) for row in rows]
 
@@ -474,8 +493,8 @@ def ib_samples_between(
     where, extra = _node_filter(nodes)
     rows = _fetch(
         f"SELECT n.name, p.device, p.port, s.ts, {', '.join('s.' + c for c in IB_VALUE_COLUMNS)} "
-        f"FROM ingest_ibsample s JOIN ingest_ibport p ON p.id = s.port_id JOIN ingest_node n ON n.id = s.node_id "
-        f"WHERE s.ts > %s AND s.ts <= %s {where} ORDER BY 1, 2, 3, 4",
-        [start, end, *extra],
+        f"FROM {ib_rows('%s', '%s')} s JOIN ingest_ibport p ON p.id = s.port_id "
+        f"JOIN ingest_node n ON n.id = s.node_id WHERE s.ts > %s AND s.ts <= %s {where} ORDER BY 1, 2, 3, 4",
+        [start, end, start, end, *extra],
     )
     return [IbRow._make(row) for row in rows]

@@ -3,8 +3,9 @@
 COPY cannot skip duplicates, so rows land first in a session-local temp table
 (no WAL, no index) and are moved into the partitioned table by a single
 set-based insert that ignores rows already there. That makes a re-run window
-write nothing (exactly once) at close to raw COPY speed. Everything runs in
-the caller's transaction.
+write nothing (exactly once) at close to raw COPY speed. GPU / IB rows older than the
+hot window also skip the steps compacted history holds (``ingest.compaction``).
+Everything runs in the caller's transaction.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from datetime import UTC, datetime
 import orjson
 from django.db import connection
 
+from . import compaction
+from .history import HISTORIES, present_in_history_sql
 from .partitions import ensure_partitions
 
 
@@ -75,6 +78,9 @@ KUEUE_TABLE = CopyTable(
 )  # fmt: skip
 
 
+HISTORY_OF = {h.hot: h for h in HISTORIES.values()}
+
+
 def json_rows(rows: Iterable[Sequence[object]]) -> str:
     """Rows as ONE json parameter, read back with ``json_array_elements(%s::json)``.
 
@@ -127,12 +133,24 @@ def insert_rows(table: CopyTable, rows: Sequence[Sequence[object]]) -> int:
     with connection.cursor() as wrapper:
         _stage(wrapper.cursor, table)
     copy_rows(table, rows, into=table.stage)
+    late = _late(table, first)  # type: ignore[arg-type]
     with connection.cursor() as cursor:
+        if late:  # steps already compacted are not written again
+            compaction.lock_for_late_rows()
+            cursor.execute(present_in_history_sql(HISTORY_OF[table.name], table.stage))
         cursor.execute(
             f"INSERT INTO {table.name} ({columns}) SELECT {columns} FROM {table.stage} "
             f"ORDER BY {', '.join(table.key)} ON CONFLICT DO NOTHING"
         )
-        return cursor.rowcount
+        inserted = cursor.rowcount
+    if late and inserted:
+        compaction.rewind(table.name, first, last)  # type: ignore[arg-type]
+    return inserted
+
+
+def _late(table: CopyTable, first: datetime) -> bool:
+    """Whether rows from ``first`` on may meet compacted history (``ingest.compaction``)."""
+    return table.name in HISTORY_OF and first < compaction.late_threshold()
 
 
 def upsert_nodes(seen: Mapping[str, tuple[datetime, datetime]]) -> dict[str, int]:

@@ -1,6 +1,7 @@
 """Celery tasks: thin wrappers over ``ingest.services`` / ``ingest.shards`` (retries on the decorator).
 
-Every task here is routed to the ``ingest`` queue (CELERY_TASK_ROUTES).
+Every task here is routed to the ``ingest`` queue (CELERY_TASK_ROUTES), but compaction,
+which runs on ``celery`` so it never delays a cycle.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from celery import group, shared_task
 from django.conf import settings
 from django.db import OperationalError
 
-from . import partitions, services, shards
+from . import compaction, partitions, services, shards
 
 
 @shared_task(
@@ -66,3 +67,19 @@ def maintain_partitions() -> list[str]:
 
     with transaction.atomic():
         return partitions.drop_expired()
+
+
+@shared_task(
+    name="ingest.tasks.compact_history",
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    max_retries=3,
+)
+def compact_history() -> dict[str, int]:
+    """Compact hot sample hours past the hot window (INGEST_COMPACTION_BUDGET_SECONDS per run).
+
+    Each hour commits on its own: a soft time limit or a killed worker loses at most the
+    hour in progress, which the next run redoes.
+    """
+    report = compaction.compact()
+    return {"hours": report.hours, "rows": report.rows, "pending_hours": report.pending_hours}

@@ -11,6 +11,8 @@ Writing a rule (override points of ``BaseRule``):
 - ``lookback()``: optional; the default covers ``for`` + ``keep_firing_for`` + the
   largest window param + two sample gaps, so the first evaluation after a restart
   sees the whole ``for`` window in the data.
+- ``prefilter()`` and ``history_mark()``: optional; the mark lets a backtest over
+  compacted history skip the hours with no candidate (``ingest.history.MARKS``).
 """
 
 from __future__ import annotations
@@ -94,6 +96,10 @@ class Rule(Protocol):
         """Per dense dataset, an SQL predicate every true point satisfies (optional)."""
         ...
 
+    def history_mark(self, settings: RuleSettings) -> dict[str, str]:
+        """Per dense dataset, the compacted-history mark its prefilter implies (optional)."""
+        ...
+
     def as_of(self, data: EvaluationData) -> float:
         """The data time the rule judges at."""
         ...
@@ -137,6 +143,13 @@ class BaseRule:
         matching it (a necessary condition, so results are the same; only much less
         data crosses into Python). No entry: the rule needs every series.
         """
+        return {}
+
+    def history_mark(self, settings: RuleSettings) -> dict[str, str]:
+        """Optional: per dense dataset, the name of an ``ingest.history`` mark (a GPU's or
+        port's hours with a step matching the mark's predicate) that ``prefilter``'s
+        predicate implies: in compacted history only those hours are searched for
+        candidates. No entry: every hour is (same result, slower)."""
         return {}
 
     def as_of(self, data: EvaluationData) -> float:

@@ -82,6 +82,11 @@ class TensorDrift(BaseRule):
         p = settings.params
         return {"gpu": ("util >= %s AND tensor <= %s", [p["util_min"], p["tensor_max"]])}
 
+    def history_mark(self, settings: RuleSettings) -> dict[str, str]:
+        """The ``drift`` mark (util >= 90 AND tensor <= 0.05) when the thresholds are as strict."""
+        p = settings.params
+        return {"gpu": "drift"} if p["util_min"] >= 90 and p["tensor_max"] <= 0.05 else {}
+
     def signals(self, data: EvaluationData, settings: RuleSettings) -> Iterator[Signal]:
         p = settings.params
         util_min, tensor_max = p["util_min"], p["tensor_max"]

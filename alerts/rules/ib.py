@@ -219,6 +219,10 @@ class IbCounterSaturated(BaseRule):
         """Only ports with a pegged counter at some step."""
         return {"ib": ("saturated <> 0", [])}
 
+    def history_mark(self, settings: RuleSettings) -> dict[str, str]:
+        """``wait`` (saturated <> 0 OR xmit_wait >= 0.000625 × rate) holds every saturated step."""
+        return {"ib": "wait"}
+
     def signals(self, data: EvaluationData, settings: RuleSettings) -> Iterator[Signal]:
         for key, points in group(data.ib, PORT_KEY):
             truth = [pt.saturated != 0 for pt in points]

@@ -146,6 +146,10 @@ class IbCongestion(BaseRule):
         """
         return {"ib": (f"xmit_wait >= {_coefficient(settings.params)!r} * rate", [])}
 
+    def history_mark(self, settings: RuleSettings) -> dict[str, str]:
+        """``wait`` (xmit_wait >= 0.000625 × rate, or saturated) when the coefficient is as high."""
+        return {"ib": "wait"} if _coefficient(settings.params) >= 0.000625 else {}
+
     def signals(self, data: EvaluationData, settings: RuleSettings) -> Iterator[Signal]:
         p = settings.params
         floor = p["lost_share_min"] / p["peer_ratio_min"]

@@ -15,6 +15,7 @@ from django.db import connection
 from django.db.models import Count, Q, QuerySet
 
 from ingest.models import Checkpoint, Job, PodAssignment, RunEvent
+from ingest.selectors import gpu_rows
 
 from .goodput import CheckpointMark, Goodput, Interruption, compute_goodput, first_busy
 
@@ -153,9 +154,9 @@ def gpus_per_node(node_ids: Sequence[int], start: datetime, end: datetime) -> di
     lo = max(start, end - timedelta(days=1))
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT node_id, count(DISTINCT gpu) FROM ingest_gpusample "
-            "WHERE node_id = ANY(%s) AND ts >= %s AND ts <= %s GROUP BY node_id",
-            [list(node_ids), lo, end],
+            f"SELECT node_id, count(DISTINCT gpu) FROM {gpu_rows('%s', '%s', columns=())} s "
+            "WHERE node_id = ANY(%s) GROUP BY node_id",
+            [lo, end, list(node_ids)],
         )
         return {node_id: count for node_id, count in cursor.fetchall()}
 
@@ -196,9 +197,11 @@ def resume_times(runs: Sequence[RunFacts]) -> dict[tuple[int, int], datetime | N
             cursor.execute(
                 f"SELECT c.idx, s.ts, percentile_cont(0.5) WITHIN GROUP (ORDER BY s.util) "  # noqa: S608
                 f"FROM (VALUES {values}) AS c(idx, node_id, lo, hi) "
-                "JOIN ingest_gpusample s ON s.node_id = c.node_id AND s.ts > c.lo AND s.ts <= c.hi "
+                f"JOIN {gpu_rows('%s', '%s', columns=('util',))} s "
+                "ON s.node_id = c.node_id AND s.ts > c.lo AND s.ts <= c.hi "
                 "GROUP BY c.idx, s.ts ORDER BY c.idx, s.ts",
-                [value for row in rows for value in row],
+                [value for row in rows for value in row]
+                + [min(row[2] for row in rows), max(row[3] for row in rows)],
             )
             for idx, ts, util in cursor.fetchall():
                 series[idx].append((ts, util))

@@ -13,6 +13,8 @@ from datetime import UTC, datetime, timedelta
 
 from django.db import connection
 
+from ingest.selectors import gpu_rows, ib_rows
+
 from .queries import Holding
 
 RAW_SPAN = timedelta(days=2)
@@ -54,20 +56,34 @@ def gpu_series(
     if not holdings:
         return {"util": [], "tensor": []}
     rollup = end - start > RAW_SPAN
-    table = "ingest_gpurollup" if rollup else "ingest_gpusample"
     values, params = _holding_values(holdings, rollup)
-    rows = _fetch(
-        "SELECT s.ts, percentile_cont(0.5) WITHIN GROUP (ORDER BY s.util), min(s.util), "  # noqa: S608
+    aggregates = (
+        "SELECT s.ts, percentile_cont(0.5) WITHIN GROUP (ORDER BY s.util), min(s.util), "
         "percentile_cont(0.5) WITHIN GROUP (ORDER BY s.tensor), min(s.tensor) "
-        f"FROM {table} s JOIN (VALUES {values}) AS h(node_id, lo, hi) "
-        "ON s.node_id = h.node_id AND s.ts >= h.lo AND s.ts <= h.hi "
-        "WHERE s.ts >= %s AND s.ts <= %s GROUP BY s.ts ORDER BY s.ts",
-        [*params, _floor(start, ROLLUP) if rollup else start, end],
     )
+    if rollup:
+        rows = _fetch(
+            f"{aggregates}FROM ingest_gpurollup s JOIN (VALUES {values}) AS h(node_id, lo, hi) "  # noqa: S608
+            "ON s.node_id = h.node_id AND s.ts >= h.lo AND s.ts <= h.hi "
+            "WHERE s.ts >= %s AND s.ts <= %s GROUP BY s.ts ORDER BY s.ts",
+            [*params, _floor(start, ROLLUP), end],
+        )
+    else:  # per holding: each node's rows through its own keys, hot and compacted
+        raw = gpu_rows(*_CLIPPED, columns=("util", "tensor"))
+        rows = _fetch(
+            f"{aggregates}FROM (VALUES {values}) AS h(node_id, lo, hi) CROSS JOIN LATERAL ("  # noqa: S608
+            f"SELECT * FROM {raw} r WHERE r.node_id = h.node_id OFFSET 0) s "
+            "GROUP BY s.ts ORDER BY s.ts",
+            [*params, start, end],
+        )
     return {
         "util": [SeriesPoint(ts, p50, low) for ts, p50, low, _, _ in rows],
         "tensor": [SeriesPoint(ts, p50, low) for ts, _, _, p50, low in rows],
     }
+
+
+#: A holding's raw window clipped to the requested one (the lateral reads' bounds).
+_CLIPPED = ("greatest(h.lo, %s::timestamptz)", "least(h.hi, %s::timestamptz)")
 
 
 def ib_series(holdings: Sequence[Holding], start: datetime, end: datetime) -> list[SeriesPoint]:
@@ -75,15 +91,29 @@ def ib_series(holdings: Sequence[Holding], start: datetime, end: datetime) -> li
     if not holdings:
         return []
     rollup = end - start > RAW_SPAN
-    table = "ingest_ibrollup" if rollup else "ingest_ibsample"
     values, params = _holding_values(holdings, rollup)
-    rows = _fetch(
-        "SELECT ts, percentile_cont(0.5) WITHIN GROUP (ORDER BY bw), min(bw), NULL, NULL FROM ("  # noqa: S608
+    per_node = (
         "SELECT s.ts, s.node_id, sum(coalesce(s.tx_bytes, 0) + coalesce(s.rx_bytes, 0)) AS bw "
-        f"FROM {table} s JOIN (VALUES {values}) AS h(node_id, lo, hi) "
-        "ON s.node_id = h.node_id AND s.ts >= h.lo AND s.ts <= h.hi "
-        "WHERE s.ts >= %s AND s.ts <= %s GROUP BY s.ts, s.node_id) per_node "
-        "GROUP BY ts ORDER BY ts",
-        [*params, _floor(start, ROLLUP) if rollup else start, end],
+    )
+    if rollup:
+        sql = (
+            f"{per_node}FROM ingest_ibrollup s JOIN (VALUES {values}) AS h(node_id, lo, hi) "
+            "ON s.node_id = h.node_id AND s.ts >= h.lo AND s.ts <= h.hi "
+            "WHERE s.ts >= %s AND s.ts <= %s GROUP BY s.ts, s.node_id"
+        )
+        params = [*params, _floor(start, ROLLUP), end]
+    else:  # per holding and port: through the ports' keys, hot and compacted
+        raw = ib_rows(*_CLIPPED, columns=("tx_bytes", "rx_bytes"))
+        sql = (
+            f"{per_node}FROM (VALUES {values}) AS h(node_id, lo, hi) "
+            "JOIN ingest_ibport p ON p.node_id = h.node_id CROSS JOIN LATERAL ("
+            f"SELECT * FROM {raw} r WHERE r.port_id = p.id AND r.node_id = p.node_id OFFSET 0) s "
+            "GROUP BY s.ts, s.node_id"
+        )
+        params = [*params, start, end]
+    rows = _fetch(
+        "SELECT ts, percentile_cont(0.5) WITHIN GROUP (ORDER BY bw), min(bw), NULL, NULL "  # noqa: S608
+        f"FROM ({sql}) per_node GROUP BY ts ORDER BY ts",
+        params,
     )
     return [SeriesPoint(ts, p50, low) for ts, p50, low, _, _ in rows]

@@ -44,7 +44,7 @@ def backfill(apps: object, schema_editor: object) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("ingest", "0013_run_workloads"),
+        ("ingest", "0014_compacted_history"),
     ]
 
     operations = [

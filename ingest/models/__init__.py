@@ -14,7 +14,14 @@ from __future__ import annotations
 from .choices import Family, Pool
 from .cluster import IbPort, Node, PoolChange, XidEvent
 from .kueue import ClusterQueue, KueueEviction, KueueQuota, KueueSample
-from .operations import FamilyHealth, IngestCursor, IngestCycle, PrometheusOutage, ShardCursor
+from .operations import (
+    Compaction,
+    FamilyHealth,
+    IngestCursor,
+    IngestCycle,
+    PrometheusOutage,
+    ShardCursor,
+)
 from .runs import Checkpoint, Job, Pod, PodAssignment, RunEvent
 from .timeseries import (
     GpuRollup,
@@ -60,4 +67,5 @@ __all__ = [
     "FamilyHealth",
     "IngestCycle",
     "PrometheusOutage",
+    "Compaction",
 ]

@@ -93,3 +93,31 @@ class PrometheusOutage(models.Model):
 
     def __str__(self) -> str:
         return f"outage from {self.started_at:%Y-%m-%d %H:%M:%S}"
+
+
+class Compaction(models.Model):
+    """How far one day's partition of a hot sample table is compacted into history.
+
+    Advanced in the transaction that compacts each hour (``ingest.compaction``), so a
+    worker killed mid-way resumes at the first hour not committed; rewound by ingest when
+    it writes rows older than that (a backfill), so they are compacted too.
+    """
+
+    table = models.CharField(max_length=32, help_text="the hot table, e.g. ingest_gpusample")
+    day = models.DateField(help_text="the partition's day (UTC)")
+    compacted_until = models.DateTimeField(help_text="every hour before this is compacted")
+    high_water = models.DateTimeField(help_text="hours before this may have history rows")
+    rows = models.BigIntegerField(default=0, help_text="hot rows moved into history, total")
+    leftover = models.BigIntegerField(
+        default=0, help_text="rows left hot (off the step grid or out of an encoding's range)"
+    )
+    seconds = models.FloatField(default=0.0, help_text="time spent compacting, total")
+    finished_at = models.DateTimeField(
+        null=True, blank=True, help_text="when the emptied hot partition was truncated"
+    )
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["table", "day"], name="uniq_compaction_day")]
+
+    def __str__(self) -> str:
+        return f"{self.table} {self.day:%Y-%m-%d} until {self.compacted_until:%H:%M}"

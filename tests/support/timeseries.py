@@ -6,7 +6,7 @@ from django.db import connection
 
 TIMESERIES_TABLES = (
     "ingest_gpusample", "ingest_ibsample", "ingest_kueuesample", "ingest_gpurollup", "ingest_ibrollup",
-    "ingest_noderollup", "ingest_heatmaptile", "ingest_ibnodestep",
+    "ingest_noderollup", "ingest_heatmaptile", "ingest_ibnodestep", "ingest_gpuhistory", "ingest_ibhistory",
     "ingest_nodetile",
 )  # fmt: skip
 
