@@ -197,7 +197,7 @@ def serialize_alert(alert: Alert) -> dict[str, Any]:
 
 def _triage(alert: Alert) -> AlertTriage | None:
     try:
-        return alert.triage
+        return alert.triage  # type: ignore[attr-defined, unused-ignore]
     except ObjectDoesNotExist:
         return None
 

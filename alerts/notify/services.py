@@ -72,7 +72,7 @@ def annotations(alert: Alert, external_url: str, now: datetime | None = None) ->
 
 def _triage(alert: Alert) -> Any:
     try:
-        return alert.triage
+        return alert.triage  # type: ignore[attr-defined, unused-ignore]
     except ObjectDoesNotExist:
         return None
 
