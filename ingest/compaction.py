@@ -26,6 +26,8 @@ from datetime import UTC, date, datetime, timedelta
 from django.conf import settings
 from django.db import OperationalError, connection, transaction
 
+from core import clock
+
 from . import history
 from .history import HISTORIES, HistoryTable
 from .models import Compaction
@@ -54,7 +56,7 @@ class CompactionReport:
 
 def horizon(now: datetime | None = None) -> datetime:
     """The start of the hot window: hours ending at or before it are compacted."""
-    now = now or datetime.now(UTC)
+    now = now or clock.now()
     return _hour_floor(now - timedelta(hours=settings.INGEST_HOT_HOURS))
 
 

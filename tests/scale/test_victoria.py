@@ -143,7 +143,8 @@ def snapshot() -> dict[str, Rows]:
         for table in data_tables():
             cursor.execute(f"SELECT * FROM {table} LIMIT 0")
             names = [c.name for c in cursor.description]
-            cursor.execute(f"SELECT {', '.join(names)} FROM {table}")
+            quoted = ", ".join(f'"{n}"' for n in names)  # a column may be named "table"
+            cursor.execute(f"SELECT {quoted} FROM {table}")
             fetched = [tuple(map(frozen, row)) for row in cursor.fetchall()]
             rows[table] = {row: () for row in fetched}
             assert len(rows[table]) == len(fetched), f"{table}: duplicate rows"
