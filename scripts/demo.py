@@ -98,6 +98,9 @@ class Supervisor:
         return None
 
     def stop(self) -> None:
+        # A second Ctrl-C / SIGTERM while stopping must not leave the children running.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         for name, process in reversed(self.processes):
             if process.poll() is None:
                 say(f"stopping {name} (pid {process.pid})")

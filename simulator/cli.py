@@ -90,6 +90,9 @@ def run_history(options: dict[str, object], say: Callable[[str], None]) -> None:
     assert isinstance(epoch, datetime)
     cluster = build_cluster(options, epoch)
     start = end - timedelta(hours=float(options["hours"]))
+    # "--hours 1.222222" is not exact: to the second, so a piece that starts on a step keeps
+    # its first sample (it was lost at every demo history piece boundary: a one-step gap).
+    start = datetime.fromtimestamp(round(start.timestamp()), UTC)
     stats = write_history(
         cluster,
         start,
