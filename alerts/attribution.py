@@ -44,15 +44,15 @@ _RUNS_ON_NODES = """
 WITH probe AS (SELECT * FROM unnest(%s::text[], %s::float8[]) AS p(node, t))
 SELECT DISTINCT p.node, p.t, j.id, j.namespace, j.name, j.local_queue, coalesce(cq.name, '')
 FROM probe p JOIN ingest_node n ON n.name = p.node
-JOIN ingest_podassignment a ON a.node_id = n.id
+JOIN runs_podassignment a ON a.node_id = n.id
     AND a.first_seen <= to_timestamp(p.t + %s) AND a.last_seen >= to_timestamp(p.t - %s)
-JOIN ingest_pod po ON po.id = a.pod_id JOIN ingest_job j ON j.id = po.job_id
+JOIN runs_pod po ON po.id = a.pod_id JOIN runs_job j ON j.id = po.job_id
 LEFT JOIN ingest_clusterqueue cq ON cq.id = j.cluster_queue_id
 """
 _RUN_NODES = """
 WITH probe AS (SELECT * FROM unnest(%s::bigint[], %s::float8[]) AS p(job, t))
 SELECT p.job, p.t, array_agg(DISTINCT a.node_id)
-FROM probe p JOIN ingest_pod po ON po.job_id = p.job JOIN ingest_podassignment a ON a.pod_id = po.id
+FROM probe p JOIN runs_pod po ON po.job_id = p.job JOIN runs_podassignment a ON a.pod_id = po.id
     AND a.first_seen <= to_timestamp(p.t + %s) AND a.last_seen >= to_timestamp(p.t - %s)
 GROUP BY p.job, p.t
 """
