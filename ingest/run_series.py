@@ -40,7 +40,7 @@ class SeriesPoint:
     worst: float | None
 
 
-def _fetch(sql: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
+def _fetch(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
@@ -199,9 +199,10 @@ def eviction_totals(
 
 def latest_quota(queue_ids: Sequence[int], end: datetime) -> list[dict[str, Any]]:
     """The newest quota row at ``end`` of each (queue, flavor, resource)."""
-    return list(
-        KueueQuota.objects.filter(cluster_queue_id__in=queue_ids, ts__lte=end)
+    return [
+        dict(row)
+        for row in KueueQuota.objects.filter(cluster_queue_id__in=queue_ids, ts__lte=end)
         .order_by("cluster_queue_id", "flavor", "resource", "-ts")
         .distinct("cluster_queue_id", "flavor", "resource")
         .values("cluster_queue_id", "flavor", "resource", "usage", "nominal", "ts")
-    )
+    ]
