@@ -2,7 +2,7 @@
 
 Ingest writes these tables through ``runs.store`` (its only write path into the app); every
 other reader goes through ``runs.selectors``. Until migration ``ingest.0016`` the models lived
-in ingest (tables ``ingest_job`` …); ``runs.0001`` took them over and renamed the tables.
+in ingest, on tables with ingest's prefix; ``runs.0001`` took them over and renamed the tables.
 """
 
 from __future__ import annotations
