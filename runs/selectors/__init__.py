@@ -2,8 +2,9 @@
 
 Runs with their holdings, events, checkpoints and goodput (``runs``), the queues page's Kueue
 history (``queues``), a run's node series (``series``), the checkpoint advisor's figures
-(``advice``) and checkpoints (``checkpoints``). The SQL on ingest's tables these need is
-ingest's own (``ingest.run_series``); the models are re-exported for type hints only.
+(``advice``), checkpoints (``checkpoints``) and what the alert rules read (``alerting``). The
+SQL on ingest's tables these need is ingest's own (``ingest.run_series``); the models are
+re-exported for type hints only.
 """
 
 from __future__ import annotations
