@@ -25,6 +25,8 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
+from runs.selectors import alerting as run_reads
+
 from .lifecycle import Finding
 
 DEFAULT_GPUS_PER_NODE = 8  # as the runs pages count a node without GPU samples
@@ -40,22 +42,6 @@ ATTRIBUTION_LABELS = (
     "leaf_switch",
 )
 
-_RUNS_ON_NODES = """
-WITH probe AS (SELECT * FROM unnest(%s::text[], %s::float8[]) AS p(node, t))
-SELECT DISTINCT p.node, p.t, j.id, j.namespace, j.name, j.local_queue, coalesce(cq.name, '')
-FROM probe p JOIN ingest_node n ON n.name = p.node
-JOIN ingest_podassignment a ON a.node_id = n.id
-    AND a.first_seen <= to_timestamp(p.t + %s) AND a.last_seen >= to_timestamp(p.t - %s)
-JOIN ingest_pod po ON po.id = a.pod_id JOIN ingest_job j ON j.id = po.job_id
-LEFT JOIN ingest_clusterqueue cq ON cq.id = j.cluster_queue_id
-"""
-_RUN_NODES = """
-WITH probe AS (SELECT * FROM unnest(%s::bigint[], %s::float8[]) AS p(job, t))
-SELECT p.job, p.t, array_agg(DISTINCT a.node_id)
-FROM probe p JOIN ingest_pod po ON po.job_id = p.job JOIN ingest_podassignment a ON a.pod_id = po.id
-    AND a.first_seen <= to_timestamp(p.t + %s) AND a.last_seen >= to_timestamp(p.t - %s)
-GROUP BY p.job, p.t
-"""
 _GPU_COUNTS = """
 SELECT node_id, count(DISTINCT gpu) FROM ingest_gpusample
 WHERE node_id = ANY(%s) AND ts > to_timestamp(%s) AND ts <= to_timestamp(%s) GROUP BY node_id
@@ -115,13 +101,9 @@ def runs_on_nodes(
     probes = sorted(set(probes))
     if not probes:
         return {}
-    nodes, times = [p[0] for p in probes], [p[1] for p in probes]
-    found = _rows(_RUNS_ON_NODES, [nodes, times, gap, gap])
-    jobs = sorted({(job, t) for _node, t, job, *_ in found})
-    sizes: dict[tuple[int, float], list[int]] = {}
-    if jobs:
-        rows = _rows(_RUN_NODES, [[j for j, _ in jobs], [t for _, t in jobs], gap, gap])
-        sizes = {(job, t): node_ids for job, t, node_ids in rows}
+    times = [p[1] for p in probes]
+    found = run_reads.runs_holding(probes, gap)
+    sizes = run_reads.nodes_of_runs({(job, t) for _node, t, job, *_ in found}, gap)
     gpus = _gpu_counts({n for ids in sizes.values() for n in ids}, min(times), max(times))
     impacts: dict[tuple[str, float], list[RunImpact]] = {}
     for node, t, job, namespace, name, queue, cluster_queue in found:

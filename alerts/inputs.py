@@ -14,11 +14,13 @@ migration 0006), whole series and last samples through the primary keys.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.conf import settings
 from django.db import connection
+
+from runs.selectors import alerting as run_reads
 
 from . import health_inputs
 from . import queries as q
@@ -62,6 +64,14 @@ def _rows(sql: str, params: Iterable[Any] | dict[str, Any], label: str = "") -> 
         rows = cursor.fetchall()
     if label:
         LAST_TIMINGS[label] = time.perf_counter() - started
+    return rows
+
+
+def _timed(label: str, read: Callable[..., list[Any]], *args: Any) -> list[Any]:
+    """``read(*args)``, its duration kept in ``LAST_TIMINGS[label]`` like ``_rows``'."""
+    started = time.perf_counter()
+    rows = read(*args)
+    LAST_TIMINGS[label] = time.perf_counter() - started
     return rows
 
 
@@ -246,7 +256,7 @@ def _fetch_shapes(data: EvaluationData, rule_settings: dict[str, RuleSettings], 
     if "assignments" in need:
         start = min(window("assignments", "gpu")[0], window("assignments", "ib")[0])
         data.assignments = list(
-            map(Assignment._make, _rows(q.ASSIGNMENTS, [start, data.now], "assignments"))
+            map(Assignment._make, _timed("assignments", run_reads.stays_between, start, data.now))
         )
     if "runs" in need:
         data.runs = _runs(rule_settings, data.as_of_family("checkpoints"), data.max_gap)
@@ -281,9 +291,7 @@ def _runs(rule_settings: dict[str, RuleSettings], as_of: float, gap: float) -> l
     )
     return [
         RunCheckpoints(ns, name, running, tuple(marks))
-        for ns, name, running, marks in _rows(
-            q.RUNS, {"as_of": as_of, "history": history, "gap": gap}, "runs"
-        )
+        for ns, name, running, marks in _timed("runs", run_reads.running_runs, as_of, history, gap)
     ]
 
 

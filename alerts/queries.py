@@ -149,31 +149,6 @@ SELECT q.name, {EPOCH.format("s.ts")}, s.pending_active, s.pending_inadmissible,
 FROM ingest_kueuesample s JOIN ingest_clusterqueue q ON q.id = s.cluster_queue_id
 WHERE s.{WINDOW} ORDER BY q.name, s.ts
 """
-ASSIGNMENTS = f"""
-SELECT n.name, p.namespace, p.name, j.name, {EPOCH.format("a.first_seen")}, {EPOCH.format("a.last_seen")}
-FROM ingest_podassignment a JOIN ingest_pod p ON p.id = a.pod_id JOIN ingest_job j ON j.id = p.job_id
-JOIN ingest_node n ON n.id = a.node_id
-WHERE a.last_seen >= to_timestamp(%s) AND a.first_seen <= to_timestamp(%s)
-"""
-# Runs running at data time: a pod of the run held a node then, and no terminal event
-# (succeeded, failed) came after its last checkpoint.
-RUNS = f"""
-SELECT j.namespace, j.name, true, array_agg({EPOCH.format("c.ts")} ORDER BY c.ts)
-FROM ingest_job j JOIN LATERAL (
-    SELECT ts FROM ingest_checkpoint WHERE job_id = j.id AND ts <= to_timestamp(%(as_of)s)
-    ORDER BY ts DESC LIMIT %(history)s
-) c ON true
-WHERE EXISTS (
-    SELECT 1 FROM ingest_pod p JOIN ingest_podassignment a ON a.pod_id = p.id
-    WHERE p.job_id = j.id AND a.first_seen <= to_timestamp(%(as_of)s)
-      AND a.last_seen >= to_timestamp(%(as_of)s - %(gap)s)
-)
-GROUP BY j.id
-HAVING NOT EXISTS (
-    SELECT 1 FROM ingest_runevent e WHERE e.job_id = j.id AND e.kind IN ('succeeded', 'failed')
-      AND e.ts > max(c.ts) AND e.ts <= to_timestamp(%(as_of)s)
-)
-"""
 # Leaf switches of the given (node, device, port) keys: the ports the port rules may report.
 LEAF_SWITCHES = """
 SELECT n.name, p.device, p.port, p.leaf_switch

@@ -304,14 +304,12 @@ def _timed(read: Callable[[], object], runs: int = 3) -> float:
 def reads(nodes: int, days: int) -> dict[str, float]:
     """Each read path over the synthetic data, median of 3 runs (seconds)."""
     from alerts.backtest import backtest
-    from dashboard.runs import series as run_series
-    from dashboard.runs.queries import Holding
-    from ingest import rollups, selectors
+    from ingest import rollups, run_series, selectors
 
     end = DAY0 + timedelta(days=days)
     node = f"gpu-{nodes // 2:04d}"
     run_nodes = _sql("SELECT id, name FROM ingest_node ORDER BY id LIMIT 64")
-    holdings = [Holding(i, name, DAY0, end) for i, name in run_nodes]
+    holdings = [(i, DAY0, end) for i, _name in run_nodes]
     mid = DAY0 + timedelta(hours=12)
 
     def node_page(span: timedelta) -> Callable[[], object]:

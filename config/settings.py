@@ -263,6 +263,7 @@ INSTALLED_APPS = [
     "channels",
     "core",
     "ingest",
+    "runs",
     "alerts",
     "dashboard",
     "simulator",

@@ -23,7 +23,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v1/whoami", core_views.whoami, name="api-whoami"),
-    path("", include("ingest.urls_runs")),
+    path("", include("runs.urls")),
     path("", include("ingest.urls")),
     path("", include("alerts.urls")),
     path("", include("dashboard.urls")),

@@ -1,4 +1,4 @@
-"""Pages, charts and JSON endpoints; reads ingest and alerts, owns no tables."""
+"""Pages, charts and JSON endpoints; reads ingest, runs and alerts, owns no tables."""
 
 from __future__ import annotations
 

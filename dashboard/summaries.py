@@ -13,7 +13,8 @@ from django.conf import settings
 from django.db.models import Max
 
 from ingest import selectors
-from ingest.models import Node, PodAssignment, PoolChange
+from ingest.models import Node, PoolChange
+from runs import selectors as run_selectors
 
 from . import alerting, queries
 from .choices import MISSING_AFTER, NodeState
@@ -218,21 +219,7 @@ def node_xids(node: Node, start: datetime, end: datetime) -> list[tuple[datetime
 
 def node_runs(node: Node, limit: int = 50) -> list[dict[str, Any]]:
     """Runs whose pods held the node, newest first: job, pod, when."""
-    assignments = (
-        PodAssignment.objects.filter(node=node)
-        .select_related("pod__job")
-        .order_by("-last_seen")[:limit]
-    )
-    return [
-        {
-            "namespace": a.pod.namespace,
-            "job": a.pod.job.name if a.pod.job else None,
-            "pod": a.pod.name,
-            "first_seen": a.first_seen,
-            "last_seen": a.last_seen,
-        }
-        for a in assignments
-    ]
+    return run_selectors.runs_on_node(node.pk, limit)
 
 
 def node_list() -> list[dict[str, Any]]:

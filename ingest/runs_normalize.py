@@ -14,8 +14,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from runs.store import EventKind, JobState
+
 from .identity import checked
-from .models import Job, RunEvent
 from .prometheus import Series
 from .stepseries import continuous_runs, counter_increases
 
@@ -24,15 +25,15 @@ JobKey = tuple[str, str]
 
 #: Pod phases → the job state they imply, strongest first.
 _STATE_ORDER = (
-    ("Running", Job.State.RUNNING),
-    ("Pending", Job.State.PENDING),
-    ("Failed", Job.State.FAILED),
-    ("Succeeded", Job.State.SUCCEEDED),
+    ("Running", JobState.RUNNING),
+    ("Pending", JobState.PENDING),
+    ("Failed", JobState.FAILED),
+    ("Succeeded", JobState.SUCCEEDED),
 )
 _EVENT_OF_STATE = {
-    Job.State.RUNNING: RunEvent.Kind.STARTED,
-    Job.State.SUCCEEDED: RunEvent.Kind.SUCCEEDED,
-    Job.State.FAILED: RunEvent.Kind.FAILED,
+    JobState.RUNNING: EventKind.STARTED,
+    JobState.SUCCEEDED: EventKind.SUCCEEDED,
+    JobState.FAILED: EventKind.FAILED,
 }
 #: Every ``reason`` kube_pod_status_reason emits → the run event it makes. The list is
 #: kube-state-metrics' ``podStatusReasons`` (internal/store/pod.go, v2.19.0 and v2.20.0;
@@ -41,15 +42,15 @@ _EVENT_OF_STATE = {
 #: status reason, a condition's reason (DisruptionTarget: PreemptionByScheduler,
 #: TerminationByKubelet; PodScheduled: SchedulingGated) or a container's terminated reason.
 EVENT_OF_POD_REASON = {
-    "Evicted": RunEvent.Kind.EVICTED,  # kubelet node-pressure eviction
-    "TerminationByKubelet": RunEvent.Kind.EVICTED,  # kubelet: node pressure / graceful shutdown
-    "PreemptionByScheduler": RunEvent.Kind.PREEMPTED,
-    "NodeLost": RunEvent.Kind.NODE_LOST,
-    "Shutdown": RunEvent.Kind.NODE_SHUTDOWN,  # graceful node shutdown
-    "UnexpectedAdmissionError": RunEvent.Kind.REJECTED,  # kubelet admission (device plugin, ...)
-    "NodeAffinity": RunEvent.Kind.REJECTED,  # kubelet admission: affinity no longer matches
-    "SchedulingGated": RunEvent.Kind.GATED,
-    "Other": RunEvent.Kind.POD_REASON,
+    "Evicted": EventKind.EVICTED,  # kubelet node-pressure eviction
+    "TerminationByKubelet": EventKind.EVICTED,  # kubelet: node pressure / graceful shutdown
+    "PreemptionByScheduler": EventKind.PREEMPTED,
+    "NodeLost": EventKind.NODE_LOST,
+    "Shutdown": EventKind.NODE_SHUTDOWN,  # graceful node shutdown
+    "UnexpectedAdmissionError": EventKind.REJECTED,  # kubelet admission (device plugin, ...)
+    "NodeAffinity": EventKind.REJECTED,  # kubelet admission: affinity no longer matches
+    "SchedulingGated": EventKind.GATED,
+    "Other": EventKind.POD_REASON,
 }
 
 
@@ -59,7 +60,7 @@ def job_state(phases: Iterable[str]) -> str:
     for phase, state in _STATE_ORDER:
         if phase in present:
             return state
-    return Job.State.UNKNOWN
+    return JobState.UNKNOWN
 
 
 @dataclass
@@ -227,7 +228,7 @@ def _job_transitions(
     for ts in sorted(steps):
         state = job_state(steps[ts])
         if ts <= start:
-            if state == Job.State.RUNNING:
+            if state == JobState.RUNNING:
                 data.started_hints[job_key] = ts
         elif state != previous and state in _EVENT_OF_STATE:
             data.events[(job_key, ts, _EVENT_OF_STATE[state], "")] = ""
@@ -252,7 +253,7 @@ def add_restarts(
                 detail = f"restart count {_count_at(item, ts)}"
                 if reasons.get(key):
                     detail += f"; last terminated: {reasons[key]}"
-                data.events[(pod.job, ts, RunEvent.Kind.RESTART, key[1])] = detail[:500]
+                data.events[(pod.job, ts, EventKind.RESTART, key[1])] = detail[:500]
 
 
 def _count_at(item: Series, ts: float) -> int:

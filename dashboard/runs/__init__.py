@@ -1,1 +1,4 @@
-"""Runs and queues: timelines, goodput, the checkpoint advisor, Kueue history."""
+"""Runs and queues pages: timelines, goodput, the checkpoint advisor, Kueue history.
+
+Pages, Plotly charts and JSON views only; the data comes from ``runs.selectors``.
+"""

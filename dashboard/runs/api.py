@@ -8,16 +8,14 @@ from urllib.parse import quote
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
-from ingest.api_checkpoints import checkpoint_json
-from ingest.models import RunEvent
+from runs import selectors
+from runs.advisor import Advice
+from runs.goodput import CrashLoss, Goodput, QueueDay
+from runs.selectors import QueueHistory, RunEvent, RunFacts, checkpoint_json
 
 from ..api.serialize import bad_request, iso
-from . import queries, report
-from .advisor import Advice
+from . import report
 from .forms import QueuesForm, RunFilterForm, first_error
-from .goodput import CrashLoss, Goodput, QueueDay
-from .queries import RunFacts
-from .queue_queries import QueueHistory
 
 
 def run_url(run: RunFacts) -> str:
@@ -111,10 +109,10 @@ def runs(request: HttpRequest) -> JsonResponse:
         return bad_request(*first_error(form))
     start, end = form.span()
     data = form.cleaned_data
-    jobs = queries.filter_jobs(
+    jobs = selectors.filter_jobs(
         queue=data["queue"], state=data["state"], node=data["node"], since=start, until=end
     )
-    found = queries.list_runs(jobs)
+    found = selectors.list_runs(jobs)
     return JsonResponse({"start": iso(start), "end": iso(end), "count": len(found),
                          "runs": [run_summary_json(run) for run in found]})  # fmt: skip
 

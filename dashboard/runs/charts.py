@@ -11,11 +11,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from .goodput import Goodput, LostKind, QueueDay
+from runs.goodput import Goodput, LostKind, QueueDay
+from runs.selectors import QueueHistory, RunFacts, SeriesPoint
+
 from .overlay import AlertSpan
-from .queries import RunFacts
-from .queue_queries import QueueHistory
-from .series import SeriesPoint
 
 Figure = dict[str, Any]
 THEME: dict[str, Any] = {

@@ -8,7 +8,7 @@ from django import forms
 from django.db import models
 
 from core import clock
-from ingest.models import Job
+from runs.selectors import JobState
 
 
 class RunWindow(models.TextChoices):
@@ -45,7 +45,7 @@ class RunFilterForm(WindowForm):
     """Runs list filters: queue (Local or ClusterQueue), state, node, window."""
 
     queue = forms.CharField(required=False, max_length=253)
-    state = forms.ChoiceField(choices=[("", "any"), *Job.State.choices], required=False)
+    state = forms.ChoiceField(choices=[("", "any"), *JobState.choices], required=False)
     node = forms.CharField(required=False, max_length=253)
 
 

@@ -1,4 +1,7 @@
-"""Runs and queues pages and their JSON endpoints (included from ``dashboard.urls``)."""
+"""Runs and queues pages and their JSON endpoints (included from ``dashboard.urls``).
+
+The run domain itself (models, goodput, the advisor, selectors) is the ``runs`` app's.
+"""
 
 from __future__ import annotations
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from . import charts, queries, report
-from .advisor import format_duration, format_percent
+from runs import selectors
+from runs.advisor import format_duration, format_percent
+from runs.selectors import RunFacts, evictions_by_reason
+
+from . import charts, report
 from .api import run_url
 from .forms import QueuesForm, RunFilterForm
-from .queue_queries import evictions_by_reason
 
 
 def run_list(request: HttpRequest) -> HttpResponse:
@@ -19,9 +21,9 @@ def run_list(request: HttpRequest) -> HttpResponse:
     if form.is_valid():
         start, end = form.span()
         data = form.cleaned_data
-        jobs = queries.filter_jobs(queue=data["queue"], state=data["state"], node=data["node"],
+        jobs = selectors.filter_jobs(queue=data["queue"], state=data["state"], node=data["node"],
                                    since=start, until=end)  # fmt: skip
-        runs = queries.list_runs(jobs)
+        runs = selectors.list_runs(jobs)
     rows = [
         {"run": run, "url": run_url(run), "queue": report.queue_name(run), "ettr": _percent(run),
          "wall": format_duration((run.end - run.start).total_seconds())}
@@ -32,7 +34,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _percent(run: queries.RunFacts) -> str:
+def _percent(run: RunFacts) -> str:
     ettr = run.goodput.ettr if run.goodput else None
     return "—" if ettr is None else format_percent(ettr)
 
@@ -59,7 +61,7 @@ def run_detail(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
     return render(request, "dashboard/runs/detail.html", context)
 
 
-def _lost_rows(run: queries.RunFacts) -> list[tuple[str, str]]:
+def _lost_rows(run: RunFacts) -> list[tuple[str, str]]:
     goodput = run.goodput
     if goodput is None:
         return []

@@ -1,4 +1,6 @@
-"""What ingest stores: cluster dimensions (nodes, ports, queues, jobs) and time series.
+"""What ingest stores: cluster dimensions (nodes, ports, queues) and time series.
+
+Runs (jobs, pods, assignments, events, checkpoints) belong to the ``runs`` app.
 
 Time-series tables (``GpuSample``, ``IbSample``, ``KueueSample`` and the 5-minute
 rollups) are range-partitioned by day in Postgres and written with binary COPY;
@@ -22,7 +24,6 @@ from .operations import (
     PrometheusOutage,
     ShardCursor,
 )
-from .runs import Checkpoint, Job, Pod, PodAssignment, RunEvent
 from .timeseries import (
     GpuRollup,
     GpuSample,
@@ -57,11 +58,6 @@ __all__ = [
     "KueueSample",
     "KueueEviction",
     "KueueQuota",
-    "Job",
-    "Pod",
-    "PodAssignment",
-    "RunEvent",
-    "Checkpoint",
     "IngestCursor",
     "ShardCursor",
     "FamilyHealth",

@@ -3,7 +3,8 @@
 The timestamp gauge holds the unix time of the job's last checkpoint: every
 distinct value seen is one checkpoint (``ts`` = the value, not the scrape time),
 with the step and duration read at the same evaluation step. Unique per (job,
-step), so re-ingesting a window adds nothing. Jobs are created when missing.
+step), so re-ingesting a window adds nothing. Jobs are created when missing; both are
+written through ``runs.store``.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from runs import store
+
 from .. import queries
-from ..dimensions import ensure_jobs, insert_new
-from ..models import Checkpoint, Family
+from ..models import Family
 from ..prometheus import PrometheusClient, Series
 from ..stepseries import to_datetime
 from .base import Batch, Source, StoreResult, Window
@@ -80,20 +82,14 @@ class CheckpointSource(Source):
     def store(self, batch: Batch) -> StoreResult:
         """Create missing jobs, then insert checkpoints not yet known for (job, step)."""
         checkpoints, seen = batch.payload
-        job_ids = ensure_jobs(
+        job_ids = store.ensure_jobs(
             {
                 (ns[:253], name[:253]): (to_datetime(first), to_datetime(last))
                 for (ns, name), (first, last) in seen.items()
             }
         )
-        rows = [
-            (job_ids[(c.job[0][:253], c.job[1][:253])], c.step, to_datetime(c.ts), c.duration,
-             None, "", Checkpoint.Source.PROMETHEUS)
-            for c in checkpoints
-        ]  # fmt: skip
-        written = insert_new(
-            "ingest_checkpoint",
-            ("job_id", "step", "ts", "duration_seconds", "bytes", "path", "source"),
-            rows,
-        )
+        written = store.insert_gauge_checkpoints(
+            [(job_ids[(c.job[0][:253], c.job[1][:253])], c.step, to_datetime(c.ts), c.duration)
+             for c in checkpoints]
+        )  # fmt: skip
         return StoreResult(rows=written)

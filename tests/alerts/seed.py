@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ingest import rollups
-from ingest.models import IbPort, IngestCursor, Job, Node, Pod, PodAssignment, XidEvent
+from ingest.models import IbPort, IngestCursor, Node, XidEvent
 from ingest.store import GPU_TABLE, IB_TABLE, insert_rows
+from runs.models import Job, Pod, PodAssignment
 
 STEP = 30.0
 HEALTHY_GPU = {"util": 99.0, "tensor": 0.45, "sm": 0.6, "power": 620.0}

@@ -16,9 +16,10 @@ from urllib.parse import quote, urlencode
 import pytest
 from django.test import Client
 
-from ingest.models import Job, Node
+from ingest.models import Node
 from ingest.prometheus import PrometheusClient
 from ingest.services import ingest_all
+from runs.models import Job
 from simulator import Cluster, ClusterSpec
 from tests.browser.conftest import log_in
 from tests.conftest import PASSWORD

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from ingest.models import RunEvent
 from ingest.runs_normalize import EVENT_OF_POD_REASON
+from runs.models import RunEvent
 from tests.conformance.scrapes import T0, Scrape, at, backfilled, ingest
 from tests.support.prometheus import PrometheusProcess
 from tests.support.timeseries import truncate_timeseries

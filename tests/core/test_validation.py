@@ -18,7 +18,7 @@ from core.validation import (
     check_time,
     parse_time,
 )
-from ingest.models import Checkpoint, Job
+from runs.models import Checkpoint, Job
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 CHECKPOINTS = "/api/v1/runs/team-a/llama/checkpoints"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from django.db import transaction
 
-from ingest.models import Checkpoint, Job
 from ingest.sources.checkpoints import CheckpointSource
 from ingest.stepseries import to_datetime
+from runs.models import Checkpoint, Job
 from tests.ingest.recorded_client import RecordedClient, window
 
 

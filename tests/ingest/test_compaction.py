@@ -26,9 +26,7 @@ from django.db import connection, transaction
 from alerts import inputs
 from alerts.backtest import backtest
 from alerts.services import load_rule_settings
-from dashboard.runs import series as run_series
-from dashboard.runs.queries import Holding, gpus_per_node
-from ingest import compaction, partitions, rollups, selectors
+from ingest import compaction, partitions, rollups, run_series, selectors
 from ingest.health import compaction_metrics
 from ingest.history import GPU_ENCODINGS, IB_ENCODINGS
 from ingest.models import Compaction, IngestCursor
@@ -155,10 +153,10 @@ def read_everything(ids: dict[str, int]) -> dict[str, object]:
         out[f"rails_nvlink_{label}"] = selectors.rail_matrix("nvlink_errors", start, end)
         out[f"heatmap_{label}"] = selectors.heatmap("drift", start, end, 300, tiles=False)
     out["heatmap_raw"] = selectors.heatmap("gpu_util", hour(2), hour(3), 60)
-    holdings = [Holding(n, name, hour(1), hour(23)) for name, n in ids.items()]
-    out["run_gpu"] = run_series.gpu_series(holdings, hour(1), hour(23))
-    out["run_ib"] = run_series.ib_series(holdings, hour(1), hour(23))
-    out["run_gpus"] = gpus_per_node(list(ids.values()), DAY, hour(24))
+    spans = [(n, hour(1), hour(23)) for n in ids.values()]
+    out["run_gpu"] = run_series.gpu_series(spans, hour(1), hour(23))
+    out["run_ib"] = run_series.ib_series(spans, hour(1), hour(23))
+    out["run_gpus"] = run_series.gpus_per_node(list(ids.values()), DAY, hour(24))
     out["alerts"] = _alert_inputs()
     out["backtest"] = [
         (f.labels, f.since, f.fired_at, f.resolved_at)

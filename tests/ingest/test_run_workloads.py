@@ -6,12 +6,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from ingest.models import Job, Pod
 from ingest.prometheus import PrometheusClient, Series
 from ingest.runs_normalize import RunsData, add_pod_info, pod_workloads
 from ingest.sources.base import Window
 from ingest.sources.runs import RunsSource
 from ingest.stepseries import to_datetime
+from runs.models import Job, Pod
 from simulator import Cluster, ClusterSpec, Dialect, ExporterOptions
 from tests.support.prometheus import require_prometheus, simulated_prometheus
 

@@ -7,12 +7,12 @@ import math
 import pytest
 from django.db import transaction
 
-from ingest.models import Checkpoint, Job, PodAssignment, RunEvent
 from ingest.prometheus import PrometheusClient
 from ingest.sources.base import Source, Window
 from ingest.sources.checkpoints import CheckpointSource
 from ingest.sources.runs import RunsSource
 from ingest.stepseries import to_datetime
+from runs.models import Checkpoint, Job, PodAssignment, RunEvent
 from simulator import FaultKind
 from tests.support.prometheus import SimulatedPrometheus
 

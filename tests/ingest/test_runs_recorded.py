@@ -6,10 +6,11 @@ import pytest
 from django.db import transaction
 from django.test import override_settings
 
-from ingest.models import ClusterQueue, Job, Pod, PodAssignment, RunEvent
+from ingest.models import ClusterQueue
 from ingest.runs_normalize import job_state
 from ingest.sources.runs import RunsSource
 from ingest.stepseries import to_datetime
+from runs.models import Job, Pod, PodAssignment, RunEvent
 from tests.ingest.recorded_client import T0, RecordedClient, window
 
 

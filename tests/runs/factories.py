@@ -8,19 +8,9 @@ from datetime import UTC, datetime, timedelta
 from django.db import connection
 from django.utils import timezone
 
-from ingest.models import (
-    Checkpoint,
-    ClusterQueue,
-    IbPort,
-    Job,
-    KueueEviction,
-    KueueQuota,
-    Node,
-    Pod,
-    PodAssignment,
-    RunEvent,
-)
+from ingest.models import ClusterQueue, IbPort, KueueEviction, KueueQuota, Node
 from ingest.partitions import ensure_partitions
+from runs.models import Checkpoint, Job, Pod, PodAssignment, RunEvent
 
 STEP = timedelta(seconds=30)
 GPUS = 2  # per node, to keep the tables small

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dashboard.runs.advisor import (
+from runs.advisor import (
     advise,
     daly_interval,
     expected_waste,

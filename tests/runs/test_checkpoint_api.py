@@ -10,7 +10,7 @@ from django.test import Client
 from django.utils import timezone
 
 from core.models import APIToken
-from ingest.models import Checkpoint, Job
+from runs.models import Checkpoint, Job
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/runs/team-a/llama-70b/checkpoints"

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dashboard.runs.goodput import (
+from runs.goodput import (
     CheckpointMark,
     Interruption,
     LostKind,

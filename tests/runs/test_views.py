@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from dashboard.runs.advisor import daly_interval, young_interval
+from runs.advisor import daly_interval, young_interval
 
 from .factories import Scenario, build_queues, build_run
 
@@ -159,7 +159,7 @@ def test_runs_page_lists_and_filters(logged_in_client: Client, scenario: Scenari
 def test_run_page_shows_the_pod_status_reason_of_a_lost_node(
     logged_in_client: Client, scenario: Scenario
 ) -> None:
-    from ingest.models import RunEvent
+    from runs.models import RunEvent
 
     RunEvent.objects.create(job=scenario.job, ts=scenario.crash + timedelta(minutes=30),
                             kind=RunEvent.Kind.NODE_LOST, pod="llama-70b-worker-1", detail="NodeLost")  # fmt: skip

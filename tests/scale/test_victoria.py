@@ -63,8 +63,8 @@ STORED_BY_EVERY_FAMILY = (
     "ingest_ibsample",
     "ingest_kueuesample",
     "ingest_node",
-    "ingest_pod",
-    "ingest_checkpoint",
+    "runs_pod",
+    "runs_checkpoint",
     "ingest_ibport",
 )
 #: Shown per table on a failure.
@@ -124,8 +124,11 @@ def backends(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backends]:
 
 
 def data_tables() -> list[str]:
-    """Every table ingest writes data into (dimensions, time series, events, rollups)."""
-    models = apps.get_app_config("ingest").get_models()
+    """Every table ingest writes data into (dimensions, runs, time series, events, rollups)."""
+    models = [
+        *apps.get_app_config("ingest").get_models(),
+        *apps.get_app_config("runs").get_models(),
+    ]
     tables = {m._meta.db_table for m in models if not m._meta.proxy} | set(TIMESERIES_TABLES)
     return sorted(tables - OPERATIONAL)
 
@@ -161,7 +164,7 @@ def frozen(value: object) -> object:
 
 
 def empty_data_tables() -> None:
-    """TRUNCATE every ingest table (operational ones too: the cursors), ids restarted."""
+    """TRUNCATE every table ingest writes (operational ones too: the cursors), ids restarted."""
     with connection.cursor() as cursor:
         tables = sorted(set(data_tables()) | OPERATIONAL)
         cursor.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")

@@ -1,4 +1,4 @@
-"""Read-only queries behind the runs pages: runs with their nodes, GPUs, events and goodput.
+"""Runs with their nodes, GPUs, events and goodput: the read side of the runs pages and API.
 
 Every loader works on a batch of jobs with a fixed number of queries (assignments, events,
 checkpoints, GPUs per node, resumes), whatever the batch size.
@@ -9,15 +9,15 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
+from typing import Any
 
-from django.db import connection
 from django.db.models import Count, Q, QuerySet
 
-from ingest.models import Checkpoint, Job, PodAssignment, RunEvent
-from ingest.selectors import gpu_rows
+from ingest import run_series
 
-from .goodput import CheckpointMark, Goodput, Interruption, compute_goodput, first_busy
+from ..goodput import CheckpointMark, Goodput, Interruption, compute_goodput, first_busy
+from ..models import Checkpoint, Job, PodAssignment, RunEvent
 
 #: Events that stop a run's progress; all but FAILED are followed by a restart.
 INTERRUPTIONS = (
@@ -147,20 +147,6 @@ def _merge(rows: Sequence[dict[str, object]]) -> list[Holding]:
     return sorted(holdings, key=lambda h: (h.start, h.node))
 
 
-def gpus_per_node(node_ids: Sequence[int], start: datetime, end: datetime) -> dict[int, int]:
-    """Distinct GPUs each node reported in (at most the last day of) ``[start, end]``."""
-    if not node_ids:
-        return {}
-    lo = max(start, end - timedelta(days=1))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT node_id, count(DISTINCT gpu) FROM {gpu_rows('%s', '%s', columns=())} s "
-            "WHERE node_id = ANY(%s) GROUP BY node_id",
-            [lo, end, list(node_ids)],
-        )
-        return {node_id: count for node_id, count in cursor.fetchall()}
-
-
 def peak_gpus(holdings: Sequence[Holding], per_node: dict[int, int]) -> int:
     """The most GPUs the run held at once (a sweep over its node holdings)."""
     edges = []
@@ -190,21 +176,7 @@ def resume_times(runs: Sequence[RunFacts]) -> dict[tuple[int, int], datetime | N
                 for h in run.holdings
                 if h.end > event.ts and h.start < hi
             ]
-    series: dict[int, list[tuple[datetime, float | None]]] = defaultdict(list)
-    if rows:
-        values = ", ".join(["(%s::bigint, %s::int, %s::timestamptz, %s::timestamptz)"] * len(rows))
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT c.idx, s.ts, percentile_cont(0.5) WITHIN GROUP (ORDER BY s.util) "  # noqa: S608
-                f"FROM (VALUES {values}) AS c(idx, node_id, lo, hi) "
-                f"JOIN {gpu_rows('%s', '%s', columns=('util',))} s "
-                "ON s.node_id = c.node_id AND s.ts > c.lo AND s.ts <= c.hi "
-                "GROUP BY c.idx, s.ts ORDER BY c.idx, s.ts",
-                [value for row in rows for value in row]
-                + [min(row[2] for row in rows), max(row[3] for row in rows)],
-            )
-            for idx, ts, util in cursor.fetchall():
-                series[idx].append((ts, util))
+    series = run_series.median_util(rows)
     resumes: dict[tuple[int, int], datetime | None] = {}
     for event_id, (job_id, crash, hi) in windows.items():
         samples = series.get(event_id)
@@ -261,7 +233,7 @@ def _fill_gpus(runs: Sequence[RunFacts]) -> None:
     holdings = [h for run in runs for h in run.holdings]
     if not holdings:
         return
-    per_node = gpus_per_node(
+    per_node = run_series.gpus_per_node(
         sorted({h.node_id for h in holdings}),
         min(h.start for h in holdings),
         max(h.end for h in holdings),
@@ -300,4 +272,23 @@ def failure_population(since: datetime) -> list[tuple[int, float, int]]:
     return [
         (run.gpus, (run.end - run.start).total_seconds(), run.job.failures)  # type: ignore[attr-defined]
         for run in facts
+    ]
+
+
+def runs_on_node(node_id: int, limit: int = 50) -> list[dict[str, Any]]:
+    """Runs whose pods held the node, newest first: namespace, job, pod, when."""
+    assignments = (
+        PodAssignment.objects.filter(node_id=node_id)
+        .select_related("pod__job")
+        .order_by("-last_seen")[:limit]
+    )
+    return [
+        {
+            "namespace": a.pod.namespace,
+            "job": a.pod.job.name if a.pod.job else None,
+            "pod": a.pod.name,
+            "first_seen": a.first_seen,
+            "last_seen": a.last_seen,
+        }
+        for a in assignments
     ]

@@ -1,4 +1,7 @@
-"""Read-only queries behind the queues page: Kueue history per ClusterQueue, evictions, quota, stalls."""
+"""The queues page's read side: Kueue history per ClusterQueue, evictions, quota, stalls.
+
+The rows come from ingest, which owns the Kueue tables (``ingest.run_series``).
+"""
 
 from __future__ import annotations
 
@@ -6,10 +9,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db import connection
-from django.db.models import Sum
-
-from ingest.models import ClusterQueue, KueueEviction, KueueQuota
+from ingest import run_series
+from ingest.models import ClusterQueue
 
 #: A queue is stalled when it had pending workloads and admitted nothing for this long.
 STALL_WINDOW = timedelta(minutes=15)
@@ -49,80 +50,42 @@ def bucket_seconds(start: datetime, end: datetime) -> int:
 
 
 def _series(histories: dict[int, QueueHistory], start: datetime, end: datetime) -> None:
-    width = bucket_seconds(start, end)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT cluster_queue_id, date_bin(make_interval(secs => %s), ts, %s) AS bucket, "
-            "avg(pending_active), avg(pending_inadmissible), avg(admitted_active), sum(admitted), "
-            "avg(wait_p50), max(wait_p95) FROM ingest_kueuesample WHERE ts > %s AND ts <= %s "
-            "GROUP BY 1, 2 ORDER BY 1, 2",
-            [width, start, start, end],
-        )
-        for (
-            queue_id,
-            bucket,
-            active,
-            inadmissible,
-            running,
-            admitted,
-            p50,
-            p95,
-        ) in cursor.fetchall():
-            history = histories.get(queue_id)
-            if history is None:
-                continue
-            history.times.append(bucket)
-            history.pending_active.append(active)
-            history.pending_inadmissible.append(inadmissible)
-            history.admitted_active.append(running)
-            history.admitted.append(admitted)
-            history.wait_p50.append(p50)
-            history.wait_p95.append(p95)
+    for row in run_series.kueue_buckets(start, end, bucket_seconds(start, end)):
+        queue_id, bucket, active, inadmissible, running, admitted, p50, p95 = row
+        history = histories.get(queue_id)
+        if history is None:
+            continue
+        history.times.append(bucket)
+        history.pending_active.append(active)
+        history.pending_inadmissible.append(inadmissible)
+        history.admitted_active.append(running)
+        history.admitted.append(admitted)
+        history.wait_p50.append(p50)
+        history.wait_p95.append(p95)
 
 
 def _stalls(histories: dict[int, QueueHistory], end: datetime) -> None:
     """Pending the whole stall window (every sample) and not one admission: stalled."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT cluster_queue_id FROM ingest_kueuesample WHERE ts > %s AND ts <= %s "
-            "GROUP BY cluster_queue_id HAVING count(*) > 1 "
-            "AND min(coalesce(pending_active, 0) + coalesce(pending_inadmissible, 0)) > 0 "
-            "AND coalesce(sum(admitted), 0) = 0",
-            [end - STALL_WINDOW, end],
-        )
-        for (queue_id,) in cursor.fetchall():
-            if queue_id in histories:
-                histories[queue_id].stalled = True
+    for queue_id in run_series.stalled_queue_ids(end - STALL_WINDOW, end):
+        if queue_id in histories:
+            histories[queue_id].stalled = True
 
 
 def _evictions(histories: dict[int, QueueHistory], start: datetime, end: datetime) -> None:
-    rows = (
-        KueueEviction.objects.filter(cluster_queue_id__in=histories, ts__gt=start, ts__lte=end)
-        .values("cluster_queue_id", "kind", "reason")
-        .annotate(total=Sum("count"))
-        .order_by("cluster_queue_id", "kind", "-total")
-    )
-    for row in rows:
+    for row in run_series.eviction_totals(list(histories), start, end):
         histories[row["cluster_queue_id"]].evictions.append(
             {"kind": row["kind"], "reason": row["reason"], "count": row["total"]}
         )
 
 
 def _quota(histories: dict[int, QueueHistory], end: datetime) -> None:
-    rows = (
-        KueueQuota.objects.filter(cluster_queue_id__in=histories, ts__lte=end)
-        .order_by("cluster_queue_id", "flavor", "resource", "-ts")
-        .distinct("cluster_queue_id", "flavor", "resource")
-        .values("cluster_queue_id", "flavor", "resource", "usage", "nominal", "ts")
-    )
-    for row in rows:
+    for row in run_series.latest_quota(list(histories), end):
         histories[row.pop("cluster_queue_id")].quota.append(row)
 
 
 def queue_histories(start: datetime, end: datetime) -> list[QueueHistory]:
     """Every ClusterQueue seen in the window, with its history (five queries in all)."""
-    queues = ClusterQueue.objects.filter(last_seen__gte=start).order_by("name")
-    histories = {queue.pk: QueueHistory(queue=queue) for queue in queues}
+    histories = {queue.pk: QueueHistory(queue=queue) for queue in run_series.queues_seen(start)}
     if histories:
         _series(histories, start, end)
         _stalls(histories, end)

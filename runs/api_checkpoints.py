@@ -16,21 +16,9 @@ from core.models import APIToken
 from core.validation import InputError, error_response, json_body
 
 from .checkpoint_push import PayloadError, RunNotFound, parse_push, push_checkpoint
-from .models import Checkpoint
+from .selectors import checkpoint_json
 
 MAX_BODY_BYTES = 64 * 1024
-
-
-def checkpoint_json(checkpoint: Checkpoint) -> dict[str, object]:
-    """The API shape of one checkpoint."""
-    return {
-        "step": checkpoint.step,
-        "time": checkpoint.ts.isoformat(),
-        "duration_seconds": checkpoint.duration_seconds,
-        "bytes": checkpoint.bytes,
-        "path": checkpoint.path,
-        "source": checkpoint.source,
-    }
 
 
 def _decode(request: HttpRequest) -> object:

@@ -1,7 +1,7 @@
 """Checkpoints pushed by training jobs: validate the payload, then insert idempotently per (run, step).
 
-The write lives in ingest because ingest owns ``Job`` and ``Checkpoint``. Validation happens before
-any write and the write is one transaction, so a rejected push leaves nothing behind. The same step
+The write lives in runs, which owns ``Job`` and ``Checkpoint``. Validation happens before any
+write and the write is one transaction, so a rejected push leaves nothing behind. The same step
 pushed twice yields the first checkpoint unchanged (a retrying client is safe).
 """
 

@@ -1,4 +1,8 @@
-"""Ingest's write endpoint for runs: pushed checkpoints (wired in ``config/urls.py``)."""
+"""The runs app's write endpoint: pushed checkpoints (wired in ``config/urls.py``).
+
+The read endpoints (``/api/v1/runs``…) are the dashboard's JSON views (``dashboard.runs.urls``);
+the OpenAPI document describes both (``dashboard.runs.openapi``).
+"""
 
 from __future__ import annotations
 

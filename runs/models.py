@@ -1,12 +1,16 @@
-"""Runs: jobs, pods, node assignments, run events and checkpoints."""
+"""Runs: jobs, pods, node assignments, run events and checkpoints.
+
+Ingest writes these tables through ``runs.store`` (its only write path into the app); every
+other reader goes through ``runs.selectors``. Until migration ``ingest.0016`` the models lived
+in ingest, on tables with ingest's prefix; ``runs.0001`` took them over and renamed the tables.
+"""
 
 from __future__ import annotations
 
 from django.db import models
 from django.utils import timezone
 
-from .cluster import Node
-from .kueue import ClusterQueue
+from ingest.models import ClusterQueue, Node
 
 
 class Job(models.Model):

@@ -1,0 +1,1 @@
+"""Runs: training jobs, their pods and nodes over time, events, checkpoints and goodput."""
