@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
-from django.test import Client
+from django.db import connections
+from django.test import Client, TransactionTestCase
 from django.test.utils import override_settings
 
 from tests.support.clock import FIXED_EPOCHS, forget_cached, pinned
@@ -24,7 +25,11 @@ from tests.support.processes import (
     run_celery_worker,
     subprocess_env,
 )
-from tests.support.timeseries import truncate_timeseries, uses_transactional_db
+from tests.support.timeseries import (
+    delete_committed_rows,
+    truncate_timeseries,
+    uses_transactional_db,
+)
 
 PASSWORD = "correct horse battery staple"
 
@@ -51,6 +56,15 @@ def collected_static(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]
     with override_settings(STATIC_ROOT=root):
         call_command("collectstatic", interactive=False, verbosity=0)
         yield root
+
+
+def _delete_instead_of_flush(self: TransactionTestCase) -> None:
+    """TransactionTestCase's teardown without TRUNCATE and post_migrate (tests/support/timeseries.py)."""
+    for alias in self._databases_names(include_mirrors=False):
+        delete_committed_rows(connections[alias])
+
+
+TransactionTestCase._fixture_teardown = _delete_instead_of_flush  # type: ignore[method-assign]
 
 
 @pytest.fixture(autouse=True)
