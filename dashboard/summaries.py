@@ -161,13 +161,19 @@ def _count(value: float | None) -> int | float | None:
 
 
 def _sum(*columns: list[float | None]) -> list[float | None]:
-    """Step-wise sum of columns (left to right, from 0); None where every column is None."""
+    """Step-wise sum of columns (left to right, from 0); None where every column is None.
+
+    A missing value adds 0: the same float as skipping it (a partial sum from 0 is never
+    -0.0, and x + 0 is x), without a list of the known values per step.
+    """
     if not any(None in column for column in columns):
-        return list(map(sum, zip(*columns, strict=True)))  # the usual case: nothing missing
-    sums: list[float | None] = []
-    for values in zip(*columns, strict=True):
-        known = [v for v in values if v is not None]
-        sums.append(sum(known) if known else None)
+        return list(map(sum, zip(*columns, strict=True)))
+    zeroed = [[0 if v is None else v for v in column] for column in columns]
+    sums: list[float | None] = list(map(sum, zip(*zeroed, strict=True)))
+    first, others = columns[0], columns[1:]
+    for j, value in enumerate(first):
+        if value is None and all(column[j] is None for column in others):
+            sums[j] = None
     return sums
 
 

@@ -74,3 +74,17 @@ def bucket_mean(node_id: int, first_minute: int) -> float:
         u for m in range(first_minute, first_minute + 5) if (u := util(m, node_id, 0)) is not None
     ]
     return sum(known) / len(known)
+
+
+def test_step_sums_skip_missing_values_as_adding_them_would() -> None:
+    columns = (
+        [None, -0.0, 1.5, None, 1e300, 0.1],
+        [None, None, -0.0, 2.0, -1e300, 0.2],
+        [None, -0.0, None, None, 1.0, 0.3],
+    )
+    sums = summaries._sum(*columns)
+    assert [repr(v) for v in sums] == ["None", "0.0", "1.5", "2.0", "1.0", repr(0.1 + 0.2 + 0.3)]
+    for j, value in enumerate(sums[1:], start=1):
+        known = [column[j] for column in columns if column[j] is not None]
+        assert repr(value) == repr(sum(known))
+    assert summaries._sum([1.0, 2.0], [3.0, 4.0]) == [4.0, 6.0]
