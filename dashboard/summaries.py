@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db.models import Max
 
 from ingest import node_page, selectors
-from ingest.models import Node, PodAssignment, PoolChange
+from ingest.models import Node, PoolChange
 
 from . import alerting, queries
 from .choices import MISSING_AFTER, NodeState
@@ -233,32 +233,6 @@ def node_devices(
     """(``node_gpus``, ``node_ports``) in one read of both families (``ingest.node_page``)."""
     gpus, ports = node_page.node_series(node.name, start, end, step, settings.DASHBOARD_NODE_TILES)
     return _device_columns(gpus, _gpu_columns), _device_columns(ports, _port_columns)
-
-
-def node_xids(node: Node, start: datetime, end: datetime) -> list[tuple[datetime, int, int, str]]:
-    """XID events of the node in the range: (ts, gpu, code, message)."""
-    return [
-        (x.ts, x.gpu, x.code, x.message) for x in selectors.xid_events(node.name, start, end)[:500]
-    ]
-
-
-def node_runs(node: Node, limit: int = 50) -> list[dict[str, Any]]:
-    """Runs whose pods held the node, newest first: job, pod, when."""
-    assignments = (
-        PodAssignment.objects.filter(node=node)
-        .select_related("pod__job")
-        .order_by("-last_seen")[:limit]
-    )
-    return [
-        {
-            "namespace": a.pod.namespace,
-            "job": a.pod.job.name if a.pod.job else None,
-            "pod": a.pod.name,
-            "first_seen": a.first_seen,
-            "last_seen": a.last_seen,
-        }
-        for a in assignments
-    ]
 
 
 def node_list() -> list[dict[str, Any]]:

@@ -14,12 +14,16 @@ binary (psycopg's C loaders build the float arrays and timestamps), and assemble
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta
+from typing import Any, NamedTuple
 
+import orjson
 import psycopg
 from django.db import connection
 
 from . import node_tiles, selectors
+from .models import IbPort, Node, PoolChange
 from .selectors import NodeSeries
 
 FAMILIES = ("gpu", "ib")
@@ -49,10 +53,15 @@ def _read_both(node: str, start: datetime, end: datetime) -> dict[str, list[tupl
     found: dict[str, list[tuple]] = {family: [] for family in FAMILIES}
     # A server-side-binding cursor of Django's own connection (its pooled one, same
     # transaction), not prepared: a generic plan would lock every rollup partition.
+    params = node_tiles.read_params(node, start, end)
+    began = time.monotonic()
     with psycopg.Cursor(connection.connection) as cursor:
-        cursor.execute(READ_BOTH, node_tiles.read_params(node, start, end), binary=True)
+        cursor.execute(READ_BOTH, params, binary=True)
         for family, *row in cursor.fetchall():
             found[family].append(tuple(row))
+    if connection.queries_logged:  # as Django's debug cursor logs its own (DEBUG, tests)
+        sql = f"{READ_BOTH} -- {params}"
+        connection.queries_log.append({"sql": sql, "time": f"{time.monotonic() - began:.3f}"})
     return found
 
 
@@ -79,3 +88,75 @@ def node_series(
         ordered = dict(sorted(series.items()))
         answers.append(NodeSeries(node, times, ordered, selectors.ROLLUP_STEP_SECONDS, "rollup"))
     return answers[0], answers[1]
+
+
+class NodeFacts(NamedTuple):
+    """What the node page shows besides the series, read in one query (``node_facts``)."""
+
+    node: Node
+    #: family → its ``IngestCursor.covered_until`` (the families with a cursor)
+    cursors: dict[str, datetime]
+    #: the node's IB ports by device and port
+    ports: list[IbPort]
+    #: its last 10 pool changes, newest first
+    pool_changes: list[PoolChange]
+    #: (ts, gpu, code, message) of its XID events in the window, oldest first, at most 500
+    xids: list[tuple[datetime, int, int, str]]
+    #: runs whose pods held it, newest first, at most 50: namespace, job, pod, first/last seen
+    runs: list[dict[str, Any]]
+
+
+def _json_rows(select: str, order: str) -> str:
+    return f"(SELECT coalesce(json_agg(r ORDER BY {order}), '[]')::text FROM ({select}) r)"
+
+
+NODE_FACTS = (
+    "WITH n AS (SELECT id, name, pool, unschedulable, leaf_switch, gpu_model, first_seen, "
+    "last_seen FROM ingest_node WHERE name = %(node)s) SELECT row_to_json(n)::text, "
+    "(SELECT coalesce(json_object_agg(family, covered_until), '{}')::text FROM ingest_ingestcursor), "
+    + ", ".join([
+        _json_rows("SELECT id, device, port, guid, leaf_switch, switch_port FROM ingest_ibport "
+                   "WHERE node_id = n.id", "r.device, r.port"),
+        _json_rows("SELECT id, ts, pool FROM ingest_poolchange WHERE node_id = n.id "
+                   "ORDER BY ts DESC LIMIT 10", "r.ts DESC"),
+        _json_rows("SELECT ts, gpu, code, message FROM ingest_xidevent WHERE node_id = n.id "
+                   "AND ts >= %(start)s AND ts < %(end)s ORDER BY ts, gpu LIMIT 500", "r.ts, r.gpu"),
+        _json_rows("SELECT p.namespace, j.name AS job, p.name AS pod, a.first_seen, a.last_seen "
+                   "FROM ingest_podassignment a JOIN ingest_pod p ON p.id = a.pod_id "
+                   "LEFT JOIN ingest_job j ON j.id = p.job_id WHERE a.node_id = n.id "
+                   "ORDER BY a.last_seen DESC LIMIT 50", "r.last_seen DESC"),
+    ])
+    + " FROM n"
+)  # fmt: skip
+
+
+def _moment(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def node_facts(name: str, start: datetime, end: datetime) -> NodeFacts | None:
+    """The node ``name`` (None: no such node), the cursors, its ports, pool changes, XID events
+    in [start, end) and runs, as the ORM reads them one query each, in one round trip."""
+    with connection.cursor() as cursor:
+        cursor.execute(NODE_FACTS, {"node": name, "start": start, "end": end})
+        found = cursor.fetchone()
+    if found is None:
+        return None
+    node, cursors, ports, changes, xids, runs = map(orjson.loads, found)
+    node.update(first_seen=_moment(node["first_seen"]), last_seen=_moment(node["last_seen"]))
+    row = Node(**node)
+    return NodeFacts(
+        row,
+        {family: _moment(covered) for family, covered in cursors.items()},
+        [IbPort(node=row, **port) for port in ports],
+        [PoolChange(node=row, id=c["id"], ts=_moment(c["ts"]), pool=c["pool"]) for c in changes],
+        [(_moment(x["ts"]), x["gpu"], x["code"], x["message"]) for x in xids],
+        [
+            {
+                **run,
+                "first_seen": _moment(run["first_seen"]),
+                "last_seen": _moment(run["last_seen"]),
+            }
+            for run in runs
+        ],  # fmt: skip
+    )

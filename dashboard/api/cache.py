@@ -56,28 +56,29 @@ def cursor_key(family: str, *parts: object) -> str | None:
     return ":".join([*map(str, parts), f"{covered.timestamp():.0f}"])
 
 
-def node_columns(node: Node, span: TimeRange) -> tuple[Columns, Columns]:
+def node_columns(
+    node: Node, span: TimeRange, cursors: dict[str, datetime] | None = None
+) -> tuple[Columns, Columns]:
     """(GPU columns, port columns) of ``node`` over ``span``, each cached per cycle of its family.
 
     The node page and its JSON (which the page's viewer loads next) read the same columns:
-    both cursors in one query, both keys in one Redis read and, on a miss, both families in
-    one read (``summaries.node_devices``); each key as ``cursor_key`` makes it.
+    both keys in one Redis read and, on a miss, both families in one read
+    (``summaries.node_devices``); each key as ``cursor_key`` makes it, from ``cursors``
+    (family → covered_until, as ``ingest.node_page.node_facts`` read them; None: read here).
     """
+    if cursors is None:
+        cursors = dict(IngestCursor.objects.values_list("family", "covered_until"))
     bounds = (f"{span.start.timestamp():.0f}", f"{span.end.timestamp():.0f}", span.step)
-    covered = dict(
-        IngestCursor.objects.filter(family__in=NODE_FAMILIES).values_list("family", "covered_until")
-    )
-    keys = [
-        f"{kind}:{node.name}:{':'.join(map(str, bounds))}:{covered[family].timestamp():.0f}"
-        if family in covered
-        else None
+    keys = {
+        family: ":".join([kind, node.name, *map(str, bounds), f"{cursors[family].timestamp():.0f}"])
         for family, kind in NODE_FAMILIES.items()
-    ]
-    hits = _get_many([key for key in keys if key is not None])
-    if all(key in hits for key in keys):
-        return hits[keys[0]], hits[keys[1]]  # type: ignore[index]
+        if family in cursors
+    }
+    hits = _get_many(list(keys.values()))
+    if len(hits) == len(NODE_FAMILIES):
+        return hits[keys["gpu"]], hits[keys["ib"]]
     built = summaries.node_devices(node, span.start, span.end, span.step)
-    _set_many({key: value for key, value in zip(keys, built, strict=True) if key is not None})
+    _set_many({key: built[list(NODE_FAMILIES).index(family)] for family, key in keys.items()})
     return built
 
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from ingest import node_page, selectors
-from ingest.models import IngestCursor
+from ingest.models import IbPort, IngestCursor, Job, Node, Pod, PodAssignment, PoolChange, XidEvent
 from tests.ingest.test_node_tiles import PRESENCE, T0, WINDOWS, write_as_ingest
 
 pytestmark = pytest.mark.django_db
@@ -61,3 +61,52 @@ def test_without_a_cursor_both_families_read_the_rollups() -> None:
     gpus, ports = node_page.node_series("gpu-b", start, end, step)
     assert (gpus, ports) == per_family("gpu-b", start, end, step, False)
     assert list(ports.series) == ["mlx5_0"]
+
+
+def orm_facts(name: str, start, end) -> tuple:  # noqa: ANN001
+    """What the node page read with the ORM, one query each, before ``node_facts``."""
+    node = Node.objects.get(name=name)
+    xids = XidEvent.objects.filter(node=node, ts__gte=start, ts__lt=end).order_by("ts", "gpu")
+    assignments = PodAssignment.objects.filter(node=node).select_related("pod__job")
+    return (
+        model_fields(node),
+        [model_fields(p) for p in IbPort.objects.filter(node=node)],
+        [model_fields(c) for c in PoolChange.objects.filter(node=node).order_by("-ts")[:10]],
+        [(x.ts, x.gpu, x.code, x.message) for x in xids[:500]],
+        [{"namespace": a.pod.namespace, "job": a.pod.job.name if a.pod.job else None,
+          "pod": a.pod.name, "first_seen": a.first_seen, "last_seen": a.last_seen}
+         for a in assignments.order_by("-last_seen")[:50]],
+    )  # fmt: skip
+
+
+def model_fields(row: object) -> dict:
+    return {k: v for k, v in vars(row).items() if k != "_state"}
+
+
+def test_node_facts_are_what_the_orm_reads_one_query_each() -> None:
+    ids = write_as_ingest()
+    node = Node.objects.get(pk=ids["gpu-b"])
+    job = Job.objects.create(namespace="ml", name="train-<b>")
+    for k in range(60):  # 50 newest runs of 60, one pod without a job
+        pod = Pod.objects.create(namespace="ml", name=f"pod-{k}", job=None if k == 59 else job)
+        seen = T0 + timedelta(minutes=k, microseconds=500 * k)
+        PodAssignment.objects.create(pod=pod, node=node, first_seen=seen, last_seen=seen)
+    for k in range(12):  # the 10 latest pool changes
+        PoolChange.objects.create(node=node, ts=T0 + timedelta(hours=k), pool="inference")
+    for minute in (-5, 0, 30, 239, 240):  # [T0, END): three of them
+        XidEvent.objects.create(node=node, gpu=minute % 2, ts=T0 + timedelta(minutes=minute),
+                                code=79, message="GPU has fallen off the bus")  # fmt: skip
+    facts = node_page.node_facts("gpu-b", T0, END)
+    assert facts is not None
+    got = (
+        model_fields(facts.node),
+        [model_fields(p) for p in facts.ports],
+        [model_fields(c) for c in facts.pool_changes],
+        facts.xids,
+        facts.runs,
+    )
+    assert got == orm_facts("gpu-b", T0, END)
+    assert [len(part) for part in got[1:]] == [2, 10, 3, 50] and facts.runs[0]["job"] is None
+    assert facts.cursors == dict(IngestCursor.objects.values_list("family", "covered_until"))
+    assert set(facts.cursors) == {"gpu", "ib"}
+    assert node_page.node_facts("gpu-none", T0, END) is None
