@@ -12,8 +12,8 @@ from django.core.cache import cache
 from django.test import Client
 
 from dashboard import summaries
-from dashboard.queries import compact
 from dashboard.api import serialize
+from dashboard.queries import compact
 from ingest.models import Node
 from tests.ingest.test_node_tiles import T0, util, write_as_ingest
 from tests.support.clock import forget_cached, pinned
