@@ -88,3 +88,19 @@ def test_step_sums_skip_missing_values_as_adding_them_would() -> None:
         known = [column[j] for column in columns if column[j] is not None]
         assert repr(value) == repr(sum(known))
     assert summaries._sum([1.0, 2.0], [3.0, 4.0]) == [4.0, 6.0]
+
+
+def test_a_cold_node_page_is_six_queries_and_its_json_then_five(
+    logged_in_client: Client,
+    django_assert_num_queries,  # noqa: ANN001
+) -> None:
+    forget_cached()
+    write_as_ingest()
+    with pinned(NOW):
+        cache.clear()
+        logged_in_client.get("/nodes/gpu-a/?window=1h")  # the session now in Redis
+        # user, node facts, both families' series, the node's alerts, hardware, maintenance
+        with django_assert_num_queries(6):
+            assert logged_in_client.get("/nodes/gpu-a/").status_code == 200
+        with django_assert_num_queries(3):  # user, node facts, alerts: the columns cached
+            assert logged_in_client.get("/api/v1/nodes/gpu-a").status_code == 200
