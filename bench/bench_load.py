@@ -410,7 +410,9 @@ def main() -> None:
                 f"{time.perf_counter() - began:.0f} s")  # fmt: skip
             cookie = session_cookie()
             node_page_alone(cookie, args.nodes)
-            web = {"env": child_env(), "log_dir": Path(workdir), "workers": args.workers}
+            # A shared machine can take longer than the tests' 30 s to start 2 workers.
+            web = {"env": child_env(), "log_dir": Path(workdir), "workers": args.workers,
+                   "timeout": 180}  # fmt: skip
             load_both(cookie, web, args)
             # A fresh server: the fan-out figure must not wait behind a backlog of slow pages.
             with run_asgi_server(**web) as server:

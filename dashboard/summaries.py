@@ -12,9 +12,8 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Max
 
-from ingest import selectors
+from ingest import node_page, selectors
 from ingest.models import Node, PoolChange
-from runs import selectors as run_selectors
 
 from . import alerting, queries
 from .choices import MISSING_AFTER, NodeState
@@ -162,11 +161,19 @@ def _count(value: float | None) -> int | float | None:
 
 
 def _sum(*columns: list[float | None]) -> list[float | None]:
-    """Step-wise sum of columns (left to right, from 0); None where every column is None."""
-    sums: list[float | None] = []
-    for values in zip(*columns, strict=True):
-        known = [v for v in values if v is not None]
-        sums.append(sum(known) if known else None)
+    """Step-wise sum of columns (left to right, from 0); None where every column is None.
+
+    A missing value adds 0: the same float as skipping it (a partial sum from 0 is never
+    -0.0, and x + 0 is x), without a list of the known values per step.
+    """
+    if not any(None in column for column in columns):
+        return list(map(sum, zip(*columns, strict=True)))
+    zeroed = [[0 if v is None else v for v in column] for column in columns]
+    sums: list[float | None] = list(map(sum, zip(*zeroed, strict=True)))
+    first, others = columns[0], columns[1:]
+    for j, value in enumerate(first):
+        if value is None and all(column[j] is None for column in others):
+            sums[j] = None
     return sums
 
 
@@ -186,40 +193,46 @@ def _device_columns(
     return out
 
 
-def node_gpus(node: Node, start: datetime, end: datetime, step: int) -> dict[str, dict[str, list]]:
-    """Per-GPU columns: util %, tensor %, power W, NVLink bytes/s and error increases."""
-    result = selectors.node_gpu_series(node.name, start, end, step, settings.DASHBOARD_NODE_TILES)
-    return _device_columns(result, lambda c: {
+def _gpu_columns(c: dict[str, list]) -> dict[str, list]:
+    """A GPU's shown columns: util %, tensor %, power W, NVLink bytes/s and error increases."""
+    return {
         "util": c["util"],
         "tensor": _scaled(c["tensor"], 100),
         "power": c["power"],
         "nvlink_bw": c["nvlink_bw"],
         "nvlink_errors": _sum(c["nvlink_crc_flit"], c["nvlink_crc_data"], c["nvlink_replay"],
                               c["nvlink_recovery"]),
-    })  # fmt: skip
+    }  # fmt: skip
+
+
+def _port_columns(c: dict[str, list]) -> dict[str, list]:
+    """A port's shown columns: tx+rx bytes/s, xmit_wait ticks/s, error increases."""
+    return {
+        "throughput": _sum(c["tx_bytes"], c["rx_bytes"]),
+        "xmit_wait": c["xmit_wait"],
+        "errors": _sum(c["symbol_errors"], c["link_downed"], c["link_error_recovery"], c["rcv_errors"],
+                       c["local_link_integrity"], c["excessive_buffer_overrun"]),
+    }  # fmt: skip
+
+
+def node_gpus(node: Node, start: datetime, end: datetime, step: int) -> dict[str, dict[str, list]]:
+    """Per-GPU columns: util %, tensor %, power W, NVLink bytes/s and error increases."""
+    result = selectors.node_gpu_series(node.name, start, end, step, settings.DASHBOARD_NODE_TILES)
+    return _device_columns(result, _gpu_columns)
 
 
 def node_ports(node: Node, start: datetime, end: datetime, step: int) -> dict[str, dict[str, list]]:
     """Per-port columns: tx+rx bytes/s, xmit_wait ticks/s, error increases."""
     result = selectors.node_ib_series(node.name, start, end, step, settings.DASHBOARD_NODE_TILES)
-    return _device_columns(result, lambda c: {
-        "throughput": _sum(c["tx_bytes"], c["rx_bytes"]),
-        "xmit_wait": c["xmit_wait"],
-        "errors": _sum(c["symbol_errors"], c["link_downed"], c["link_error_recovery"], c["rcv_errors"],
-                       c["local_link_integrity"], c["excessive_buffer_overrun"]),
-    })  # fmt: skip
+    return _device_columns(result, _port_columns)
 
 
-def node_xids(node: Node, start: datetime, end: datetime) -> list[tuple[datetime, int, int, str]]:
-    """XID events of the node in the range: (ts, gpu, code, message)."""
-    return [
-        (x.ts, x.gpu, x.code, x.message) for x in selectors.xid_events(node.name, start, end)[:500]
-    ]
-
-
-def node_runs(node: Node, limit: int = 50) -> list[dict[str, Any]]:
-    """Runs whose pods held the node, newest first: job, pod, when."""
-    return run_selectors.runs_on_node(node.pk, limit)
+def node_devices(
+    node: Node, start: datetime, end: datetime, step: int
+) -> tuple[dict[str, dict[str, list]], dict[str, dict[str, list]]]:
+    """(``node_gpus``, ``node_ports``) in one read of both families (``ingest.node_page``)."""
+    gpus, ports = node_page.node_series(node.name, start, end, step, settings.DASHBOARD_NODE_TILES)
+    return _device_columns(gpus, _gpu_columns), _device_columns(ports, _port_columns)
 
 
 def node_list() -> list[dict[str, Any]]:

@@ -8,7 +8,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from ingest.models import IbPort, Node, PoolChange
+from ingest import node_page
+from ingest.models import Node
+from runs import selectors as run_selectors
 
 from . import alerting, charts, summaries
 from .api import serialize
@@ -60,29 +62,31 @@ def node_list(request: HttpRequest) -> HttpResponse:
 
 def node_detail(request: HttpRequest, name: str) -> HttpResponse:
     """One node: GPUs (util vs tensor vs power, XIDs), IB ports, NVLink, alerts, runs."""
-    node = get_object_or_404(Node, name=name)
     form = NodeForm(request.GET)
     if not form.is_valid():
+        node = get_object_or_404(Node, name=name)
         return render(request, "dashboard/node_detail.html", {"title": node.name, "node": node, "form": form},
                       status=400)  # fmt: skip
     span = form.time_range()
     at = form.cleaned_data.get("at")
+    facts = node_page.node_facts(name, span.start, span.end)  # one query for the page's rows
+    if facts is None:
+        raise Http404(f"no node {name!r}")
+    node = facts.node
     # ISO times once: the figures repeat them per trace, and the encoder is slow on datetimes.
-    gpus, ports = map(serialize.series_block, node_columns(node, span))
+    gpus, ports = map(serialize.series_block, node_columns(node, span, facts.cursors))
     context = {
         "title": node.name,
         "node": node,
         "form": form,
         "span": span,
         "at": at,
-        "gpu_figure": charts.node_gpus(gpus, summaries.node_xids(node, span.start, span.end), at)
-        if gpus
-        else None,
+        "gpu_figure": charts.node_gpus(gpus, facts.xids, at) if gpus else None,
         "nvlink_figure": charts.node_nvlink(gpus, at) if gpus else None,
         "port_figure": charts.node_ports(ports, at) if ports else None,
-        "ports": IbPort.objects.filter(node=node),
-        "pool_changes": PoolChange.objects.filter(node=node).order_by("-ts")[:10],
-        "runs": summaries.node_runs(node),
+        "ports": facts.ports,
+        "pool_changes": facts.pool_changes,
+        "runs": run_selectors.runs_on_node(node.pk),
         "alerts": alerting.for_node(node.name),
         "hardware": alerting.hardware([node.name]).get(node.name),
         "maintenance": alerting.maintenance_for(node.name),

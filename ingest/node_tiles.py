@@ -176,10 +176,11 @@ def _read_sql(family: str) -> str:
     # hours before ``until``, then the rollup buckets from it; no rows without a cursor.
     return (
         f"WITH c AS (SELECT covered_until, date_bin('{SLOT_SECONDS} seconds', covered_until, "
-        "'epoch') - %(margin)s AS until FROM ingest_ingestcursor WHERE family = %(family)s), "
+        f"'epoch') - %(margin)s AS until FROM ingest_ingestcursor WHERE family = '{family}'), "
         "n AS (SELECT id FROM ingest_node WHERE name = %(node)s) "
         "SELECT c.covered_until, 't', t.device, t.hour, t.mask, t.cells, 0 FROM c "
-        "LEFT JOIN ingest_nodetile t ON t.node_id = (SELECT id FROM n) AND t.family = %(family)s "
+        "LEFT JOIN ingest_nodetile t ON t.node_id = (SELECT id FROM n) "
+        f"AND t.family = '{family}' "
         "AND t.hour >= %(first_hour)s AND t.hour < least(%(end)s, c.until) "
         "UNION ALL SELECT c.covered_until, 'r', b.device, b.hour, (1 << b.slot)::smallint, "
         f"ARRAY[b.v], b.slot FROM c CROSS JOIN LATERAL ({_tail_sql(family)}) b"
@@ -187,6 +188,13 @@ def _read_sql(family: str) -> str:
 
 
 READ = {family: _read_sql(family) for family in COLUMNS}
+
+
+def read_params(node: str, start: datetime, end: datetime) -> dict[str, Any]:
+    """The parameters of ``READ`` (either family) for ``node``'s window [start, end)."""
+    first_hour = datetime.fromtimestamp(int(start.timestamp()) // 3600 * 3600, UTC)
+    return {"node": node, "start": start, "end": end, "first_hour": first_hour,
+            "margin": READ_FROM_ROLLUPS}  # fmt: skip
 
 
 def series(
@@ -198,12 +206,15 @@ def series(
     buckets not tiled yet, the rollups. Devices without a bucket are left out; no cursor
     (what the tiles hold is not known): (None, {}). One query.
     """
-    first_hour = datetime.fromtimestamp(int(start.timestamp()) // 3600 * 3600, UTC)
-    params: dict[str, Any] = {"node": node, "family": family, "start": start, "end": end,
-              "first_hour": first_hour, "margin": READ_FROM_ROLLUPS}  # fmt: skip
     with connection.cursor() as cursor:
-        cursor.execute(READ[family], params)
-        found = cursor.fetchall()
+        cursor.execute(READ[family], read_params(node, start, end))
+        return assemble(family, cursor.fetchall(), start, end)
+
+
+def assemble(
+    family: str, found: list[tuple], start: datetime, end: datetime
+) -> tuple[datetime | None, dict[str, dict[str, list[float | None]]]]:
+    """``series`` from the rows ``READ[family]`` answered (any order)."""
     if not found:
         return None, {}
     until = _bucket(found[0][0]) - READ_FROM_ROLLUPS

@@ -23,7 +23,7 @@ import hashlib
 import logging
 from collections.abc import Callable
 from datetime import datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.core.cache import cache
@@ -37,6 +37,8 @@ from ..forms import TimeRange
 T = TypeVar("T")
 Columns = dict[str, dict[str, list]]
 TTL_SECONDS = 600
+#: The node page's families and their cache key prefixes (as ``cursor_key`` joins them).
+NODE_FAMILIES = {"gpu": "node-gpus", "ib": "node-ports"}
 log = logging.getLogger(__name__)
 
 
@@ -54,21 +56,44 @@ def cursor_key(family: str, *parts: object) -> str | None:
     return ":".join([*map(str, parts), f"{covered.timestamp():.0f}"])
 
 
-def node_columns(node: Node, span: TimeRange) -> tuple[Columns, Columns]:
+def node_columns(
+    node: Node, span: TimeRange, cursors: dict[str, datetime] | None = None
+) -> tuple[Columns, Columns]:
     """(GPU columns, port columns) of ``node`` over ``span``, each cached per cycle of its family.
 
-    The node page and its JSON (which the page's viewer loads next) read the same columns.
+    The node page and its JSON (which the page's viewer loads next) read the same columns:
+    both keys in one Redis read and, on a miss, both families in one read
+    (``summaries.node_devices``); each key as ``cursor_key`` makes it, from ``cursors``
+    (family → covered_until, as ``ingest.node_page.node_facts`` read them; None: read here).
     """
+    if cursors is None:
+        cursors = dict(IngestCursor.objects.values_list("family", "covered_until"))
     bounds = (f"{span.start.timestamp():.0f}", f"{span.end.timestamp():.0f}", span.step)
-    gpus = cached(
-        cursor_key("gpu", "node-gpus", node.name, *bounds),
-        lambda: summaries.node_gpus(node, span.start, span.end, span.step),
-    )
-    ports = cached(
-        cursor_key("ib", "node-ports", node.name, *bounds),
-        lambda: summaries.node_ports(node, span.start, span.end, span.step),
-    )
-    return gpus, ports
+    keys = {
+        family: ":".join([kind, node.name, *map(str, bounds), f"{cursors[family].timestamp():.0f}"])
+        for family, kind in NODE_FAMILIES.items()
+        if family in cursors
+    }
+    hits = _get_many(list(keys.values()))
+    if len(hits) == len(NODE_FAMILIES):
+        return hits[keys["gpu"]], hits[keys["ib"]]
+    built = summaries.node_devices(node, span.start, span.end, span.step)
+    _set_many({key: built[list(NODE_FAMILIES).index(family)] for family, key in keys.items()})
+    return built
+
+
+def _get_many(keys: list[str]) -> dict[str, Any]:
+    try:
+        return cache.get_many(keys) if keys else {}
+    except Exception:  # noqa: BLE001 - a Redis hiccup must not break the page
+        return {}
+
+
+def _set_many(values: dict[str, Any]) -> None:
+    try:
+        cache.set_many(values, TTL_SECONDS)
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def overview_key(now: datetime) -> str | None:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
-from ingest import selectors
+from ingest import node_page, selectors
 from ingest.models import Node
+from runs import selectors as run_selectors
 
-from .. import alerting, summaries
+from .. import alerting
 from ..forms import HeatmapForm, NodeForm, RailsForm, first_error
 from . import serialize
 from .builders import build_heatmap, overview_body
@@ -46,12 +47,16 @@ def overview(request: HttpRequest) -> JsonResponse:
 @require_GET
 def node(request: HttpRequest, name: str) -> HttpResponse:
     """One node: per-GPU and per-port series, XIDs, runs, alerts, pool and leaf switch."""
-    node = get_object_or_404(Node, name=name)
     form = NodeForm(request.GET)
     if not form.is_valid():
+        get_object_or_404(Node, name=name)  # an unknown node is a 404 whatever the parameters
         return serialize.bad_request(*first_error(form))
     span = form.time_range()
-    gpus, ports = node_columns(node, span)
+    facts = node_page.node_facts(name, span.start, span.end)
+    if facts is None:
+        raise Http404(f"no node {name!r}")
+    node = facts.node
+    gpus, ports = node_columns(node, span, facts.cursors)
     return serialize.orjson_response(
         {
             "node": {
@@ -68,9 +73,9 @@ def node(request: HttpRequest, name: str) -> HttpResponse:
             "ports": serialize.series_block(ports),
             "xids": [
                 {"ts": serialize.iso(ts), "gpu": gpu, "code": code, "message": message}
-                for ts, gpu, code, message in summaries.node_xids(node, span.start, span.end)
+                for ts, gpu, code, message in facts.xids
             ],
-            "runs": [serialize.plain(run) for run in summaries.node_runs(node)],
+            "runs": [serialize.plain(run) for run in run_selectors.runs_on_node(node.pk)],
             "alerts": [serialize.alert(a) for a in alerting.for_node(node.name)],
         }  # fmt: skip
     )
