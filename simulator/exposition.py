@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -26,6 +27,13 @@ def escape(value: str) -> str:
 
 def label_str(pairs: Iterable[tuple[str, str]]) -> str:
     """'a="x",b="y"' for the given pairs (no braces, values escaped)."""
+    return _label_str(tuple(pairs))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _label_str(pairs: tuple[tuple[str, str], ...]) -> str:
+    # A series' labels are the same at every step: history renders each one once per series,
+    # not once per sample (most of a history's rendering time before).
     return ",".join(f'{k}="{escape(v)}"' for k, v in pairs)
 
 
