@@ -23,7 +23,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
+
+from ingest.models.choices import Pool
+from ingest.selectors import placement
 
 from .lifecycle import Finding
 
@@ -39,33 +41,6 @@ ATTRIBUTION_LABELS = (
     "gpu_model",
     "leaf_switch",
 )
-
-_RUNS_ON_NODES = """
-WITH probe AS (SELECT * FROM unnest(%s::text[], %s::float8[]) AS p(node, t))
-SELECT DISTINCT p.node, p.t, j.id, j.namespace, j.name, j.local_queue, coalesce(cq.name, '')
-FROM probe p JOIN ingest_node n ON n.name = p.node
-JOIN ingest_podassignment a ON a.node_id = n.id
-    AND a.first_seen <= to_timestamp(p.t + %s) AND a.last_seen >= to_timestamp(p.t - %s)
-JOIN ingest_pod po ON po.id = a.pod_id JOIN ingest_job j ON j.id = po.job_id
-LEFT JOIN ingest_clusterqueue cq ON cq.id = j.cluster_queue_id
-"""
-_RUN_NODES = """
-WITH probe AS (SELECT * FROM unnest(%s::bigint[], %s::float8[]) AS p(job, t))
-SELECT p.job, p.t, array_agg(DISTINCT a.node_id)
-FROM probe p JOIN ingest_pod po ON po.job_id = p.job JOIN ingest_podassignment a ON a.pod_id = po.id
-    AND a.first_seen <= to_timestamp(p.t + %s) AND a.last_seen >= to_timestamp(p.t - %s)
-GROUP BY p.job, p.t
-"""
-_GPU_COUNTS = """
-SELECT node_id, count(DISTINCT gpu) FROM ingest_gpusample
-WHERE node_id = ANY(%s) AND ts > to_timestamp(%s) AND ts <= to_timestamp(%s) GROUP BY node_id
-"""
-_NODES = """
-SELECT n.name, p.t, n.pool, n.gpu_model, n.leaf_switch,
-    (SELECT c.pool FROM ingest_poolchange c WHERE c.node_id = n.id AND c.ts <= to_timestamp(p.t)
-     ORDER BY c.ts DESC LIMIT 1)
-FROM unnest(%s::text[], %s::float8[]) AS p(node, t) JOIN ingest_node n ON n.name = p.node
-"""
 
 
 @dataclass(frozen=True)
@@ -93,12 +68,6 @@ class RunImpact:
         }
 
 
-def _rows(sql: str, params: list[Any]) -> list[tuple]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
-
-
 def team_map() -> dict[str, str]:
     """namespace → team: ``ALERTS_NAMESPACE_TEAMS``, overridden by the admin's namespace teams."""
     from .models import NamespaceTeam
@@ -115,13 +84,9 @@ def runs_on_nodes(
     probes = sorted(set(probes))
     if not probes:
         return {}
-    nodes, times = [p[0] for p in probes], [p[1] for p in probes]
-    found = _rows(_RUNS_ON_NODES, [nodes, times, gap, gap])
-    jobs = sorted({(job, t) for _node, t, job, *_ in found})
-    sizes: dict[tuple[int, float], list[int]] = {}
-    if jobs:
-        rows = _rows(_RUN_NODES, [[j for j, _ in jobs], [t for _, t in jobs], gap, gap])
-        sizes = {(job, t): node_ids for job, t, node_ids in rows}
+    times = [p[1] for p in probes]
+    found = placement.runs_on_nodes(probes, gap)
+    sizes = placement.run_node_ids(sorted({(run.job_id, run.t) for run in found}), gap)
     gpus = _gpu_counts({n for ids in sizes.values() for n in ids}, min(times), max(times))
     impacts: dict[tuple[str, float], list[RunImpact]] = {}
     for node, t, job, namespace, name, queue, cluster_queue in found:
@@ -137,10 +102,7 @@ def runs_on_nodes(
 
 
 def _gpu_counts(node_ids: set[int], start: float, end: float) -> dict[int, int]:
-    if not node_ids:
-        return {}
-    rows = _rows(_GPU_COUNTS, [sorted(node_ids), start - GPU_COUNT_WINDOW, end])
-    return {node_id: count for node_id, count in rows}
+    return placement.gpu_counts(sorted(node_ids), start - GPU_COUNT_WINDOW, end)
 
 
 def node_facts(probes: Iterable[tuple[str, float]]) -> dict[tuple[str, float], dict[str, str]]:
@@ -148,11 +110,10 @@ def node_facts(probes: Iterable[tuple[str, float]]) -> dict[tuple[str, float], d
     probes = sorted(set(probes))
     if not probes:
         return {}
-    rows = _rows(_NODES, [[p[0] for p in probes], [p[1] for p in probes]])
     facts = {}
-    for node, t, pool, gpu_model, leaf, pool_then in rows:
+    for node, t, pool, gpu_model, leaf, pool_then in placement.node_facts(probes):
         pool = pool_then or pool
-        known = {"pool": "" if pool == "unknown" else pool, "gpu_model": gpu_model,
+        known = {"pool": "" if pool == Pool.UNKNOWN else pool, "gpu_model": gpu_model,
                  "leaf_switch": leaf}  # fmt: skip
         facts[(node, t)] = {k: v for k, v in known.items() if v}
     return facts
