@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from ingest.models import IbPort, Node, PoolChange
+from ingest.selectors import nodes as inventory
 
 from . import alerting, charts, summaries
 from .api import serialize
@@ -46,7 +46,7 @@ def fabric(request: HttpRequest) -> HttpResponse:
         "query": {
             key: request.GET.get(key, "") for key in ("metric", "window", "sort", "start", "end")
         },
-        "has_nodes": Node.objects.exists(),
+        "has_nodes": inventory.has_nodes(),
     }
     return render(request, "dashboard/fabric.html", context)
 
@@ -60,7 +60,9 @@ def node_list(request: HttpRequest) -> HttpResponse:
 
 def node_detail(request: HttpRequest, name: str) -> HttpResponse:
     """One node: GPUs (util vs tensor vs power, XIDs), IB ports, NVLink, alerts, runs."""
-    node = get_object_or_404(Node, name=name)
+    node = inventory.node(name)
+    if node is None:
+        raise Http404(f"no node named {name!r}")
     form = NodeForm(request.GET)
     if not form.is_valid():
         return render(request, "dashboard/node_detail.html", {"title": node.name, "node": node, "form": form},
@@ -80,8 +82,8 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
         else None,
         "nvlink_figure": charts.node_nvlink(gpus, at) if gpus else None,
         "port_figure": charts.node_ports(ports, at) if ports else None,
-        "ports": IbPort.objects.filter(node=node),
-        "pool_changes": PoolChange.objects.filter(node=node).order_by("-ts")[:10],
+        "ports": inventory.ports(node.name),
+        "pool_changes": inventory.pool_changes(node.name),
         "runs": summaries.node_runs(node),
         "alerts": alerting.for_node(node.name),
         "hardware": alerting.hardware([node.name]).get(node.name),
@@ -104,7 +106,7 @@ def alert_list(request: HttpRequest) -> HttpResponse:
         "pager_query": form.query_without_page(),
         "rules": alerting.rule_names(),
         "counts": alerting.counts(),
-        "states": ["firing", "pending", "silenced", "resolved"],
+        "states": list(alerting.STATES),
     }
     return render(request, "dashboard/alert_list.html", context)
 

@@ -28,7 +28,9 @@ from typing import TypeVar
 from django.conf import settings
 from django.core.cache import cache
 
-from ingest.models import IngestCursor, Node
+from ingest.selectors import Family
+from ingest.selectors import nodes as inventory
+from ingest.selectors.nodes import NodeInfo
 
 from .. import alerting, summaries
 from ..choices import IB_METRICS, NICE_STEPS
@@ -46,26 +48,24 @@ def cursor_key(family: str, *parts: object) -> str | None:
     The next ingest commit of the family advances its cursor, so the key changes:
     that is the invalidation.
     """
-    covered = (
-        IngestCursor.objects.filter(family=family).values_list("covered_until", flat=True).first()
-    )
+    covered = inventory.covered_until(family)
     if covered is None:
         return None
     return ":".join([*map(str, parts), f"{covered.timestamp():.0f}"])
 
 
-def node_columns(node: Node, span: TimeRange) -> tuple[Columns, Columns]:
+def node_columns(node: NodeInfo, span: TimeRange) -> tuple[Columns, Columns]:
     """(GPU columns, port columns) of ``node`` over ``span``, each cached per cycle of its family.
 
     The node page and its JSON (which the page's viewer loads next) read the same columns.
     """
     bounds = (f"{span.start.timestamp():.0f}", f"{span.end.timestamp():.0f}", span.step)
     gpus = cached(
-        cursor_key("gpu", "node-gpus", node.name, *bounds),
+        cursor_key(Family.GPU, "node-gpus", node.name, *bounds),
         lambda: summaries.node_gpus(node, span.start, span.end, span.step),
     )
     ports = cached(
-        cursor_key("ib", "node-ports", node.name, *bounds),
+        cursor_key(Family.IB, "node-ports", node.name, *bounds),
         lambda: summaries.node_ports(node, span.start, span.end, span.step),
     )
     return gpus, ports
@@ -81,7 +81,7 @@ def overview_key(now: datetime) -> str | None:
     period = settings.DASHBOARD_OVERVIEW_REFRESH_SECONDS
     if not period:
         return None
-    cursors = IngestCursor.objects.order_by("family").values_list("family", "covered_until")
+    cursors = inventory.cursor_marks()
     tick = int(now.timestamp() // period)
     state = "|".join([str(tick), *map(str, cursors), alerting.change_marker()])
     return "overview:" + hashlib.sha256(state.encode()).hexdigest()
@@ -96,7 +96,7 @@ def heatmap_key(metric: str, sort: str, start: datetime, end: datetime, step: in
     """
     if not is_normalised(start, end, step):
         return None
-    family = "ib" if metric in IB_METRICS else "gpu"
+    family = Family.IB if metric in IB_METRICS else Family.GPU
     return cursor_key(
         family,
         "heatmap-utf8",

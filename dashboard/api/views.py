@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 
 from ingest import selectors
-from ingest.models import Node
+from ingest.selectors import nodes as inventory
 
 from .. import alerting, summaries
 from ..forms import HeatmapForm, NodeForm, RailsForm, first_error
@@ -46,7 +45,9 @@ def overview(request: HttpRequest) -> JsonResponse:
 @require_GET
 def node(request: HttpRequest, name: str) -> HttpResponse:
     """One node: per-GPU and per-port series, XIDs, runs, alerts, pool and leaf switch."""
-    node = get_object_or_404(Node, name=name)
+    node = inventory.node(name)
+    if node is None:
+        raise Http404(f"no node named {name!r}")
     form = NodeForm(request.GET)
     if not form.is_valid():
         return serialize.bad_request(*first_error(form))

@@ -13,6 +13,9 @@ from __future__ import annotations
 # The raw-sample FROM items (hot + compacted) dashboard/runs' own SQL reads: the runs app merge
 # removes this (its SQL moves behind runs' and ingest's selectors).
 from ..history import columns_in, gpu_rows, ib_rows
+
+# The vocabulary readers share (families, pools), so that they need not import ingest.models.
+from ..models.choices import Family, Pool
 from .heatmaps import HeatmapMatrix, HeatmapRows, RailMatrix, heatmap, heatmap_rows, rail_matrix
 from .samples import (
     FamilyHealthRow,
@@ -28,6 +31,7 @@ from .series import NodeLatest, NodeSeries, latest_per_node, node_gpu_series, no
 from .windows import use_rollup
 
 __all__ = [
+    "Family",
     "FamilyHealthRow",
     "GpuRow",
     "HeatmapMatrix",
@@ -35,6 +39,7 @@ __all__ = [
     "IbRow",
     "NodeLatest",
     "NodeSeries",
+    "Pool",
     "RailMatrix",
     "XidRow",
     "columns_in",
