@@ -29,6 +29,8 @@ from .models import (
 )
 from .silences import matches_all, parse_matchers
 
+#: The alerts page's tab of firing alerts that are silenced or inhibited (not a state).
+SILENCED_TAB = "silenced"
 HURT_FIELDS = ("namespace", "run", "queue", "cluster_queue", "team", "gpus", "nodes", "gpu_hours",
                "text")  # fmt: skip
 
@@ -71,9 +73,9 @@ def alert_query(
     exact label values (team, namespace, pool…), ``search`` a substring of node, rule or summary."""
     qs = Alert.objects.exclude(state=AlertState.INACTIVE)
     muted = Q(silenced=True) | Q(inhibited=True)
-    if state == "firing":
+    if state == AlertState.FIRING:
         qs = qs.filter(state=AlertState.FIRING).exclude(muted)
-    elif state == "silenced":
+    elif state == SILENCED_TAB:
         qs = qs.filter(muted, state=AlertState.FIRING)
     elif state:
         qs = qs.filter(state=state)

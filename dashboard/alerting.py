@@ -11,8 +11,10 @@ from alerts import selectors
 from alerts.selectors import ACTIVE_STATES, AlertState
 from alerts.severity import Severity, rank
 
+from .choices import NodeState
+
 #: The alerts page's tabs: states, and "silenced" (firing and muted).
-SILENCED = "silenced"
+SILENCED = selectors.SILENCED_TAB
 STATES = (AlertState.FIRING.value, AlertState.PENDING.value, SILENCED, AlertState.RESOLVED.value)
 #: How many alerts a filtered list looks through (severity and text filters apply in Python).
 SCAN_LIMIT = 5000
@@ -99,12 +101,12 @@ def node_marks(firing_rows: list[dict[str, Any]] | None = None) -> dict[str, dic
     for alert in firing() if firing_rows is None else firing_rows:
         if not alert["node"]:
             continue
-        mark = marks.setdefault(alert["node"], {"state": SILENCED, "alerts": []})
+        mark = marks.setdefault(alert["node"], {"state": NodeState.SILENCED.value, "alerts": []})
         mark["alerts"].append(alert["name"])
         if not alert["silenced"]:
             critical = alert["severity"] == Severity.CRITICAL
-            level = (Severity.CRITICAL if critical else Severity.WARNING).value
-            if mark["state"] != Severity.CRITICAL:
+            level = (NodeState.CRITICAL if critical else NodeState.WARNING).value
+            if mark["state"] != NodeState.CRITICAL:
                 mark["state"] = level
     return marks
 
