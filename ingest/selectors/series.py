@@ -138,10 +138,9 @@ def latest_per_node(now: datetime | None = None) -> dict[str, NodeLatest]:
         " ORDER BY port_id, ts DESC) l JOIN ingest_node n ON n.id = l.node_id GROUP BY n.name",
         [since],
     )
-    latest = {name: NodeLatest(name, *row, None, None, None, None) for name, *row in gpu}
+    no_ib = (None, None, None, None)
+    latest = {name: NodeLatest._make((name, *row, *no_ib)) for name, *row in gpu}
     for name, *row in ib:
-        base = latest.get(name) or NodeLatest(
-            name, None, None, None, None, None, None, None, None, None
-        )
+        base = latest.get(name) or NodeLatest._make((name, None, None, None, None, None, *no_ib))
         latest[name] = base._replace(ib_ts=row[0], ib_tx=row[1], ib_rx=row[2], active_ports=row[3])
     return dict(sorted(latest.items()))

@@ -8,9 +8,9 @@ import pytest
 from django.db import connection, transaction
 
 from ingest import partitions, rollups, selectors
-from ingest.selectors import heatmaps
 from ingest.health import check_ingest_lag
 from ingest.models import IngestCursor
+from ingest.selectors import heatmaps
 from ingest.store import GPU_TABLE, IB_TABLE, insert_rows, upsert_nodes, upsert_ports
 
 pytestmark = pytest.mark.django_db
