@@ -33,6 +33,8 @@ SPARSE: dict[str, tuple[str, Callable[[list[float]], list[Any]], Family]] = {
     "ib_errors": ("ib_errors", rule_inputs.ib_errors, Family.IB),
     "kueue": ("kueue", rule_inputs.kueue, Family.KUEUE),
 }
+#: The dense datasets (rules' ``needs``): whole GPU / IB port series, which prefilters narrow.
+DENSE = ("gpu", "ib")
 # Dense and per-node datasets of the two raw tables (see _fetch_gpu, _fetch_ib).
 GPU_DATASETS = ("gpu", "nvlink", "gpu_times")
 IB_DATASETS = ("ib", "throughput")
@@ -77,7 +79,7 @@ def prefilters(
     combined: dict[str, tuple[str, list[Any]] | None] = {}
     for rule, rs in enabled(rule_settings, extra):
         own = rule.prefilter(rs)
-        for dataset in set(rule.needs) & {Family.GPU, Family.IB}:
+        for dataset in set(rule.needs) & set(DENSE):
             if dataset in combined and combined[dataset] is None:
                 continue
             if dataset not in own:
@@ -130,10 +132,10 @@ def fetch(
 
     filters, marks = prefilters(rule_settings, extra), history_marks(rule_settings, extra)
     if need.keys() & set(GPU_DATASETS):
-        gpu_filter = (*_predicate(filters, need, Family.GPU), marks.get(Family.GPU))
+        gpu_filter = (*_predicate(filters, need, "gpu"), marks.get("gpu"))
         _fetch_gpu(data, need, window, gpu_filter, span is not None)
     if need.keys() & set(IB_DATASETS):
-        ib_filter = (*_predicate(filters, need, Family.IB), marks.get(Family.IB))
+        ib_filter = (*_predicate(filters, need, "ib"), marks.get("ib"))
         _fetch_ib(data, need, window, ib_filter)
     for dataset, (attr, read, family) in SPARSE.items():
         if dataset in need:
@@ -154,7 +156,7 @@ def history_marks(rule_settings: dict[str, RuleSettings], extra: Extra = None) -
     named: dict[str, set[str | None]] = {}
     for rule, rs in enabled(rule_settings, extra):
         own = rule.history_mark(rs)
-        for dataset in set(rule.needs) & {Family.GPU, Family.IB}:
+        for dataset in set(rule.needs) & set(DENSE):
             named.setdefault(dataset, set()).add(own.get(dataset))
     return {d: next(iter(m)) for d, m in named.items() if len(m) == 1 and None not in m}  # type: ignore[misc]
 
