@@ -23,8 +23,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
 
+from ingest.models.choices import Pool
+from ingest.selectors import placement
 from runs.selectors import alerting as run_reads
 
 from .lifecycle import Finding
@@ -41,17 +42,6 @@ ATTRIBUTION_LABELS = (
     "gpu_model",
     "leaf_switch",
 )
-
-_GPU_COUNTS = """
-SELECT node_id, count(DISTINCT gpu) FROM ingest_gpusample
-WHERE node_id = ANY(%s) AND ts > to_timestamp(%s) AND ts <= to_timestamp(%s) GROUP BY node_id
-"""
-_NODES = """
-SELECT n.name, p.t, n.pool, n.gpu_model, n.leaf_switch,
-    (SELECT c.pool FROM ingest_poolchange c WHERE c.node_id = n.id AND c.ts <= to_timestamp(p.t)
-     ORDER BY c.ts DESC LIMIT 1)
-FROM unnest(%s::text[], %s::float8[]) AS p(node, t) JOIN ingest_node n ON n.name = p.node
-"""
 
 
 @dataclass(frozen=True)
@@ -77,12 +67,6 @@ class RunImpact:
             "gpus": self.gpus,
             "nodes": self.nodes,
         }
-
-
-def _rows(sql: str, params: list[Any]) -> list[tuple]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
 
 
 def team_map() -> dict[str, str]:
@@ -119,10 +103,7 @@ def runs_on_nodes(
 
 
 def _gpu_counts(node_ids: set[int], start: float, end: float) -> dict[int, int]:
-    if not node_ids:
-        return {}
-    rows = _rows(_GPU_COUNTS, [sorted(node_ids), start - GPU_COUNT_WINDOW, end])
-    return {node_id: count for node_id, count in rows}
+    return placement.gpu_counts(sorted(node_ids), start - GPU_COUNT_WINDOW, end)
 
 
 def node_facts(probes: Iterable[tuple[str, float]]) -> dict[tuple[str, float], dict[str, str]]:
@@ -130,11 +111,10 @@ def node_facts(probes: Iterable[tuple[str, float]]) -> dict[tuple[str, float], d
     probes = sorted(set(probes))
     if not probes:
         return {}
-    rows = _rows(_NODES, [[p[0] for p in probes], [p[1] for p in probes]])
     facts = {}
-    for node, t, pool, gpu_model, leaf, pool_then in rows:
+    for node, t, pool, gpu_model, leaf, pool_then in placement.node_facts(probes):
         pool = pool_then or pool
-        known = {"pool": "" if pool == "unknown" else pool, "gpu_model": gpu_model,
+        known = {"pool": "" if pool == Pool.UNKNOWN else pool, "gpu_model": gpu_model,
                  "leaf_switch": leaf}  # fmt: skip
         facts[(node, t)] = {k: v for k, v in known.items() if v}
     return facts

@@ -1,7 +1,8 @@
 """What the GPU hardware rules read (``alerts.rules.gpu_health``, ``gpu_xid``'s gone GPUs).
 
-Called by ``alerts.inputs.fetch``; both reads are sparse: unhealthy sample rows through the
-partial index ``ingest_gpusample_health_ts``, and the latest "GPU gone" XID of each GPU.
+Called by ``alerts.inputs.fetch``; both reads (``ingest.selectors.rule_inputs``) are sparse:
+unhealthy sample rows through the partial index ``ingest_gpusample_health_ts``, and the
+latest "GPU gone" XID of each GPU.
 """
 
 from __future__ import annotations
@@ -9,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import queries as q
+from ingest.models.choices import Family
+from ingest.selectors import rule_inputs
+
 from .rules import RuleSettings
-from .rules.data import EvaluationData, GoneXid, GpuHealthPoint
+from .rules.data import EvaluationData
 
 #: SW_THERMAL | HW_THERMAL | HW_SLOWDOWN | HW_POWER_BRAKE: the index's mask (ingest 0012).
 DEFAULT_THROTTLE_MASK = 0x20 | 0x40 | 0x08 | 0x80
@@ -21,33 +24,17 @@ def fetch_gpu_health(
     data: EvaluationData,
     rule_settings: dict[str, RuleSettings],
     window: Callable[[str, str], list[float]],
-    rows: Callable[..., list[tuple]],
 ) -> None:
     """Unhealthy GPU sample rows of the window (throttled: by ``gpu_throttle``'s mask)."""
     throttle = rule_settings.get("gpu_throttle")
     mask = int(throttle.params["reasons_mask"]) if throttle else DEFAULT_THROTTLE_MASK
-    sql = q.GPU_HEALTH.format(mask=mask)
-    data.gpu_health = list(
-        map(GpuHealthPoint._make, rows(sql, window("gpu_health", "gpu"), "gpu_health"))
-    )
+    data.gpu_health = rule_inputs.gpu_health(window("gpu_health", Family.GPU), mask)
 
 
-def fetch_xid_gone(
-    data: EvaluationData,
-    rule_settings: dict[str, RuleSettings],
-    rows: Callable[..., list[tuple]],
-) -> None:
+def fetch_xid_gone(data: EvaluationData, rule_settings: dict[str, RuleSettings]) -> None:
     """The latest XID of each GPU over ``gone_forget_seconds`` when its code means "gone"."""
     params: dict[str, Any] = rule_settings["gpu_xid"].params
-    end = data.as_of_family("gpu")
-    found = rows(
-        q.XID_GONE,
-        {
-            "start": end - float(params["gone_forget_seconds"]),
-            "end": end,
-            "gap": data.max_gap,
-            "codes": [int(code) for code in params["gone_codes"]],
-        },
-        "xid_gone",
-    )
-    data.xid_gone = list(map(GoneXid._make, found))
+    end = data.as_of_family(Family.GPU)
+    start = end - float(params["gone_forget_seconds"])
+    codes = [int(code) for code in params["gone_codes"]]
+    data.xid_gone = rule_inputs.xid_gone(start, end, data.max_gap, codes)

@@ -3,7 +3,8 @@
 Dense series only over the look-back the enabled rules need, and only for the
 GPUs / ports that match the rules' prefilters; error counters and XIDs sparse
 (rows where something happened) over their longer windows; per-node shapes
-(throughput, sample times, last samples) aggregated in SQL. See ``alerts.queries``.
+(throughput, sample times, last samples) aggregated in SQL. The reads themselves are
+``ingest.selectors.rule_inputs``: this module decides their windows and prefilters.
 
 Only two reads touch every sample of their window: per-node IB throughput and
 the newest GPU sample per node. Everything else is an index probe: the rare rows
@@ -14,57 +15,35 @@ migration 0006), whole series and last samples through the primary keys.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
+
+from ingest.models.choices import Family
+from ingest.selectors import rule_inputs
 
 from runs.selectors import alerting as run_reads
 
 from . import health_inputs
-from . import queries as q
 from .rules import REGISTRY, RuleSettings
-from .rules.data import (
-    Assignment,
-    EvaluationData,
-    FamilyCursor,
-    GpuPoint,
-    IbErrorPoint,
-    IbPoint,
-    IbPortInfo,
-    KueuePoint,
-    NodeThroughput,
-    NvlinkPoint,
-    RunCheckpoints,
-    XidPoint,
-)
+from .rules.data import Assignment, EvaluationData, RunCheckpoints
 
-# Sparse or small datasets: (EvaluationData attribute, SQL, family whose cursor ends the window, row type).
-SPARSE = {
-    "xids": ("xids", q.XIDS, "gpu", XidPoint),
-    "ib_errors": ("ib_errors", q.IB_ERRORS, "ib", IbErrorPoint),
-    "kueue": ("kueue", q.KUEUE, "kueue", KueuePoint),
+# Sparse or small datasets: (EvaluationData attribute, read, family whose cursor ends the window).
+SPARSE: dict[str, tuple[str, Callable[[list[float]], list[Any]], Family]] = {
+    "xids": ("xids", rule_inputs.xids, Family.GPU),
+    "ib_errors": ("ib_errors", rule_inputs.ib_errors, Family.IB),
+    "kueue": ("kueue", rule_inputs.kueue, Family.KUEUE),
 }
-#: Sparse datasets read from raw samples (hot and compacted): their bounds go in twice.
-RAW_SPARSE = {"ib_errors"}
+#: The dense datasets (rules' ``needs``): whole GPU / IB port series, which prefilters narrow.
+DENSE = ("gpu", "ib")
 # Dense and per-node datasets of the two raw tables (see _fetch_gpu, _fetch_ib).
 GPU_DATASETS = ("gpu", "nvlink", "gpu_times")
 IB_DATASETS = ("ib", "throughput")
 
 
 #: Seconds spent per query of the last fetch (for the bench and ``Evaluation.timings``).
-LAST_TIMINGS: dict[str, float] = {}
-
-
-def _rows(sql: str, params: Iterable[Any] | dict[str, Any], label: str = "") -> list[tuple]:
-    started = time.perf_counter()
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params if isinstance(params, dict) else list(params))
-        rows = cursor.fetchall()
-    if label:
-        LAST_TIMINGS[label] = time.perf_counter() - started
-    return rows
+LAST_TIMINGS = rule_inputs.TIMINGS
 
 
 def _timed(label: str, read: Callable[..., list[Any]], *args: Any) -> list[Any]:
@@ -110,7 +89,7 @@ def prefilters(
     combined: dict[str, tuple[str, list[Any]] | None] = {}
     for rule, rs in enabled(rule_settings, extra):
         own = rule.prefilter(rs)
-        for dataset in set(rule.needs) & {"gpu", "ib"}:
+        for dataset in set(rule.needs) & set(DENSE):
             if dataset in combined and combined[dataset] is None:
                 continue
             if dataset not in own:
@@ -142,7 +121,7 @@ def fetch(
     now = time.time() if now is None else now
     LAST_TIMINGS.clear()
     gap = max_gap_seconds()
-    cursors = [FamilyCursor(*row) for row in _rows(q.CURSORS, [])]
+    cursors = rule_inputs.cursors()
     as_of = {c.family: min(c.covered_until, now) for c in cursors}
     data = EvaluationData(
         now=now, as_of=as_of, max_gap=gap, step=float(settings.INGEST_STEP_SECONDS)
@@ -166,18 +145,17 @@ def fetch(
         gpu_filter = (*_predicate(filters, need, "gpu"), marks.get("gpu"))
         _fetch_gpu(data, need, window, gpu_filter, span is not None)
     if need.keys() & set(IB_DATASETS):
-        _fetch_ib(data, need, window, (*_predicate(filters, need, "ib"), marks.get("ib")))
-    for dataset, (attr, sql, family, row_type) in SPARSE.items():
+        ib_filter = (*_predicate(filters, need, "ib"), marks.get("ib"))
+        _fetch_ib(data, need, window, ib_filter)
+    for dataset, (attr, read, family) in SPARSE.items():
         if dataset in need:
-            bounds = window(dataset, family)
-            params = q.twice(bounds) if dataset in RAW_SPARSE else bounds
-            setattr(data, attr, list(map(row_type._make, _rows(sql, params, dataset))))
+            setattr(data, attr, read(window(dataset, family)))
     if "ib_last" in need:
         _fetch_ib_last(data, window)
     if "gpu_health" in need:
-        health_inputs.fetch_gpu_health(data, rule_settings, window, _rows)
+        health_inputs.fetch_gpu_health(data, rule_settings, window)
     if "xid_gone" in need:
-        health_inputs.fetch_xid_gone(data, rule_settings, _rows)
+        health_inputs.fetch_xid_gone(data, rule_settings)
     _fetch_shapes(data, rule_settings, need, window)
     return data
 
@@ -188,7 +166,7 @@ def history_marks(rule_settings: dict[str, RuleSettings], extra: Extra = None) -
     named: dict[str, set[str | None]] = {}
     for rule, rs in enabled(rule_settings, extra):
         own = rule.history_mark(rs)
-        for dataset in set(rule.needs) & {"gpu", "ib"}:
+        for dataset in set(rule.needs) & set(DENSE):
             named.setdefault(dataset, set()).add(own.get(dataset))
     return {d: next(iter(m)) for d, m in named.items() if len(m) == 1 and None not in m}  # type: ignore[misc]
 
@@ -204,17 +182,12 @@ def _fetch_gpu(data: EvaluationData, need: dict[str, float], window: Any,
                predicate: tuple[str, list[Any], str | None], backtest: bool) -> None:  # fmt: skip
     """Prefilter candidates' whole series, NVLink error steps, node sample times: index-backed."""
     if "gpu" in need:
-        sql, params, mark = predicate
-        bounds = q.twice(window("gpu", "gpu"))
-        series = q.gpu_candidates(mark, sql)
-        data.gpu = list(map(GpuPoint._make, _rows(series, [*bounds, *params, *bounds], "gpu")))
+        data.gpu = rule_inputs.gpu_series(window("gpu", Family.GPU), predicate)
     if "nvlink" in need:
-        rows = _rows(q.NVLINK, q.twice(window("nvlink", "gpu")), "nvlink")
-        data.nvlink = sorted(map(NvlinkPoint._make, rows))
+        data.nvlink = rule_inputs.nvlink_steps(window("nvlink", Family.GPU))
     if "gpu_times" in need:
-        sql = q.GPU_TIMES if backtest else q.GPU_LAST
-        rows = _rows(sql, q.twice(window("gpu_times", "gpu")), "gpu_times")
-        data.sample_times = {("gpu", node): sorted(times) for node, times in rows}
+        times = rule_inputs.gpu_sample_times(window("gpu_times", Family.GPU), every=backtest)
+        data.sample_times = {(Family.GPU.value, node): seq for node, seq in times.items()}
 
 
 def _fetch_ib(
@@ -225,46 +198,36 @@ def _fetch_ib(
 ) -> None:
     """Per-node throughput (hence IB sample times), and the whole series of the prefilter's candidates."""
     if "throughput" in need:
-        rows = _rows(q.IB_THROUGHPUT, window("throughput", "ib"), "ib_throughput")
-        data.throughput = list(map(NodeThroughput._make, rows))
+        data.throughput = rule_inputs.ib_throughput(window("throughput", Family.IB))
         times: dict[str, list[float]] = {}
-        for node, ts, _ in rows:  # one row per node and sample time: its IB sample times
+        for node, ts, _ in data.throughput:  # one row per node and sample time: its IB sample times
             times.setdefault(node, []).append(ts)
-        ib_times = {("ib", node): sorted(seq) for node, seq in times.items()}
+        ib_times = {(Family.IB.value, node): sorted(seq) for node, seq in times.items()}
         data.sample_times = {**(data.sample_times or {}), **ib_times}
     if "ib" in need:
-        sql, params, mark = predicate
-        bounds = q.twice(window("ib", "ib"))
-        rows = _rows(q.ib_candidates(mark, sql), [*bounds, *params, *bounds], "ib")
-        data.ib = list(map(IbPoint._make, rows))
+        data.ib = rule_inputs.ib_series(window("ib", Family.IB), predicate)
 
 
 def _fetch_ib_last(data: EvaluationData, window: Any) -> None:
     """Newest IB sample of the nodes with a non-active port sample (what ``ib_link_flap`` asks)."""
     nodes = sorted({pt.node for pt in data.ib_errors if pt.state is not None and pt.state != 4})
-    if nodes:
-        bounds = window("ib_last", "ib")
-        rows = _rows(q.IB_LAST, [*bounds, nodes, *bounds], "ib_last")
-    else:
-        rows = []
-    data.ib_last = dict(rows)
+    data.ib_last = rule_inputs.ib_last(window("ib_last", Family.IB), nodes) if nodes else {}
 
 
 def _fetch_shapes(data: EvaluationData, rule_settings: dict[str, RuleSettings], need: dict[str, float],
                   window: Any) -> None:  # fmt: skip
     """Dimension tables and per-node shapes."""
     if "assignments" in need:
-        start = min(window("assignments", "gpu")[0], window("assignments", "ib")[0])
+        start = min(window("assignments", Family.GPU)[0], window("assignments", Family.IB)[0])
         data.assignments = list(
             map(Assignment._make, _timed("assignments", run_reads.stays_between, start, data.now))
         )
     if "runs" in need:
-        data.runs = _runs(rule_settings, data.as_of_family("checkpoints"), data.max_gap)
+        data.runs = _runs(rule_settings, data.as_of_family(Family.CHECKPOINTS), data.max_gap)
     if "leaf_switches" in need:
         data.leaf_switches = _leaf_switches(data)
     if "ib_ports" in need:  # peer groups matter only when some port is a candidate
-        rows = _rows(q.IB_PORTS, [], "ib_ports") if data.ib else []
-        data.ib_ports = list(map(IbPortInfo._make, rows))
+        data.ib_ports = rule_inputs.ib_ports() if data.ib else []
     if "last_seen" in need:
         forget = float(rule_settings["node_metrics_missing"].params["forget_after_seconds"])
         data.last_seen = _last_seen(data, need, forget)
@@ -273,10 +236,7 @@ def _fetch_shapes(data: EvaluationData, rule_settings: dict[str, RuleSettings], 
 def _leaf_switches(data: EvaluationData) -> dict[tuple[str, str, int], str]:
     """Leaf switch of each port the port rules can report on: those of the fetched IB rows."""
     ports = sorted({(pt.node, pt.device, pt.port) for pt in [*data.ib, *data.ib_errors]})
-    if not ports:
-        return {}
-    rows = _rows(q.LEAF_SWITCHES, [list(column) for column in zip(*ports, strict=True)])
-    return {(node, device, port): leaf for node, device, port, leaf in rows}
+    return rule_inputs.leaf_switches(ports)
 
 
 def _runs(rule_settings: dict[str, RuleSettings], as_of: float, gap: float) -> list[RunCheckpoints]:
@@ -300,11 +260,11 @@ def _last_seen(
 ) -> dict[tuple[str, str], float]:
     """Newest sample before the window of the known nodes absent from it (index-backed, per family)."""
     seen: dict[tuple[str, str], float] = {}
-    for family in ("gpu", "ib"):
+    for family in (Family.GPU, Family.IB):
         present = sorted(data.node_sample_times(family))
         end = data.as_of_family(family)
-        start_of_window = end - need.get("gpu_times" if family == "gpu" else "throughput", 0.0)
-        bounds = q.twice([end - forget, start_of_window])
-        for node, ts in _rows(q.LAST_SEEN[family], [*bounds, end - forget, present]):
-            seen[(family, node)] = ts
+        dataset = "gpu_times" if family == Family.GPU else "throughput"
+        bounds = [end - forget, end - need.get(dataset, 0.0)]
+        for node, ts in rule_inputs.last_seen(family, bounds, end - forget, present).items():
+            seen[(family.value, node)] = ts
     return seen

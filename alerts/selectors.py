@@ -27,9 +27,10 @@ from .models import (
     Evaluation,
     Silence,
 )
-from .severity import Severity
 from .silences import matches_all, parse_matchers
 
+#: The alerts page's tab of firing alerts that are silenced or inhibited (not a state).
+SILENCED_TAB = "silenced"
 HURT_FIELDS = ("namespace", "run", "queue", "cluster_queue", "team", "gpus", "nodes", "gpu_hours",
                "text")  # fmt: skip
 
@@ -72,9 +73,9 @@ def alert_query(
     exact label values (team, namespace, pool…), ``search`` a substring of node, rule or summary."""
     qs = Alert.objects.exclude(state=AlertState.INACTIVE)
     muted = Q(silenced=True) | Q(inhibited=True)
-    if state == "firing":
+    if state == AlertState.FIRING:
         qs = qs.filter(state=AlertState.FIRING).exclude(muted)
-    elif state == "silenced":
+    elif state == SILENCED_TAB:
         qs = qs.filter(muted, state=AlertState.FIRING)
     elif state:
         qs = qs.filter(state=state)
@@ -112,6 +113,11 @@ def _overlapping(qs: QuerySet[Alert], start: datetime, end: datetime) -> QuerySe
     )
 
 
+def alert_by_id(alert_id: int) -> Alert | None:
+    """One alert (None: no such alert)."""
+    return Alert.objects.filter(pk=alert_id).first()
+
+
 def alerts_for_run(
     nodes: Sequence[str], start: datetime, end: datetime, limit: int = 500
 ) -> list[Alert]:
@@ -130,7 +136,9 @@ def alert_counts_by_state() -> dict[str, int]:
     ``{"firing", "pending", "resolved", "firing_muted", "silenced", "inhibited"}``:
     ``silenced`` / ``inhibited`` count active (pending or firing) alerts.
     """
-    counts = {state: 0 for state in ("firing", "pending", "resolved")}
+    counts = dict.fromkeys(
+        [AlertState.FIRING.value, AlertState.PENDING.value, AlertState.RESOLVED.value], 0
+    )
     # order_by() clears any ordering: an ORDER BY column joins the GROUP BY and splits the groups.
     rows = Alert.objects.exclude(state=AlertState.INACTIVE).order_by().values("state")
     for row in rows.annotate(n=Count("id")):
@@ -142,24 +150,6 @@ def alert_counts_by_state() -> dict[str, int]:
         inhibited=Count("id", filter=Q(inhibited=True)),
     )
     return {**counts, **flags}
-
-
-def firing_counts_by_severity() -> dict[str, int]:
-    """Firing alerts per severity (critical, warning, info), muted ones excluded."""
-    counts = dict.fromkeys(Severity.values, 0)
-    # firing_alerts() is ordered by firing_at: without order_by() each start time is its own group.
-    rows = firing_alerts(include_muted=False).order_by().values("severity")
-    for row in rows.annotate(n=Count("id")):
-        counts[row["severity"]] = row["n"]
-    return counts
-
-
-def silences(*, include_expired: bool = True) -> list[Silence]:
-    """Silences, newest first; expired ones (kept 5 days) only with ``include_expired``."""
-    qs = Silence.objects.select_related("created_by").order_by("-starts_at", "-id")
-    if not include_expired:
-        qs = qs.filter(Q(ends_at__isnull=True) | Q(ends_at__gt=clock.now()))
-    return list(qs)
 
 
 def silence_page(offset: int, limit: int) -> tuple[list[Silence], int]:

@@ -8,9 +8,14 @@ from django.core.exceptions import ObjectDoesNotExist
 from django.core.paginator import Page, Paginator
 
 from alerts import selectors
-from alerts.severity import rank
+from alerts.selectors import ACTIVE_STATES, AlertState
+from alerts.severity import Severity, rank
 
-STATES = ("firing", "pending", "silenced", "resolved")
+from .choices import NodeState
+
+#: The alerts page's tabs: states, and "silenced" (firing and muted).
+SILENCED = selectors.SILENCED_TAB
+STATES = (AlertState.FIRING.value, AlertState.PENDING.value, SILENCED, AlertState.RESOLVED.value)
 #: How many alerts a filtered list looks through (severity and text filters apply in Python).
 SCAN_LIMIT = 5000
 
@@ -27,7 +32,7 @@ def _row(alert: Any) -> dict[str, Any]:
     triage = _triage(alert)
     acked = triage is not None and triage.is_acked()
     return {
-        "active": alert.state in ("pending", "firing"),
+        "active": alert.state in ACTIVE_STATES,
         "acked_by": (triage.acked_by.get_username() if triage.acked_by else "?") if acked else "",
         "assignee": triage.assignee.get_username() if triage and triage.assignee else "",
         "team": labels.get("team") or "",
@@ -50,7 +55,7 @@ def _row(alert: Any) -> dict[str, Any]:
 
 def _matches(alert: Any, state: str | None, severity: str | None, search: str | None) -> bool:
     muted = alert.silenced or alert.inhibited
-    if state in ("firing", "silenced") and muted != (state == "silenced"):
+    if state in (AlertState.FIRING, SILENCED) and muted != (state == SILENCED):
         return False
     if severity and alert.severity != severity:
         return False
@@ -71,7 +76,7 @@ def alerts(
     ``state="firing"``: firing and neither silenced nor inhibited; ``state="silenced"``:
     firing but muted (silenced or inhibited) — the same split ``counts`` counts.
     """
-    stored_state = "firing" if state == "silenced" else state
+    stored_state = AlertState.FIRING if state == SILENCED else state
     candidates = selectors.alerts(state=stored_state, limit=SCAN_LIMIT)
     return [_row(a) for a in candidates if _matches(a, state, severity, search)][:limit]
 
@@ -96,11 +101,12 @@ def node_marks(firing_rows: list[dict[str, Any]] | None = None) -> dict[str, dic
     for alert in firing() if firing_rows is None else firing_rows:
         if not alert["node"]:
             continue
-        mark = marks.setdefault(alert["node"], {"state": "silenced", "alerts": []})
+        mark = marks.setdefault(alert["node"], {"state": NodeState.SILENCED.value, "alerts": []})
         mark["alerts"].append(alert["name"])
         if not alert["silenced"]:
-            level = "critical" if alert["severity"] == "critical" else "warning"
-            if mark["state"] != "critical":
+            critical = alert["severity"] == Severity.CRITICAL
+            level = (NodeState.CRITICAL if critical else NodeState.WARNING).value
+            if mark["state"] != NodeState.CRITICAL:
                 mark["state"] = level
     return marks
 
@@ -118,10 +124,10 @@ def counts() -> dict[str, int]:
     """
     by_state = selectors.alert_counts_by_state()
     return {
-        "firing": by_state["firing"] - by_state["firing_muted"],
-        "pending": by_state["pending"],
-        "silenced": by_state["firing_muted"],
-        "resolved": by_state["resolved"],
+        AlertState.FIRING.value: by_state[AlertState.FIRING] - by_state["firing_muted"],
+        AlertState.PENDING.value: by_state[AlertState.PENDING],
+        SILENCED: by_state["firing_muted"],
+        AlertState.RESOLVED.value: by_state[AlertState.RESOLVED],
     }
 
 
@@ -215,11 +221,10 @@ def detail(alert_id: int) -> dict[str, Any] | None:
 def triage(alert_id: int, user: Any, action: str, fields: dict[str, Any]) -> str:
     """Acknowledge / un-acknowledge / assign from a page; returns "" or the error to show."""
     from alerts import acks
-    from alerts.models import Alert
 
     if not user.has_perm(acks.PERMISSION):
         return f"needs the {acks.PERMISSION} permission"
-    alert = Alert.objects.filter(pk=alert_id).first()
+    alert = selectors.alert_by_id(alert_id)
     if alert is None:
         return f"no alert {alert_id}"
     try:

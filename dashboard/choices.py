@@ -7,9 +7,10 @@ from datetime import timedelta
 from django.db import models
 
 from ingest.heatmap_metrics import HEATMAP_METRICS
+from ingest.selectors import Family
 
 #: Metrics read from the InfiniBand family (the rest come from dcgm-exporter).
-IB_METRICS = frozenset(m for m, spec in HEATMAP_METRICS.items() if spec.family == "ib")
+IB_METRICS = frozenset(m for m, spec in HEATMAP_METRICS.items() if spec.family == Family.IB)
 #: (id, label) of every heatmap metric, the fabric's IB metrics first, as ingest defines them.
 HEATMAP_METRIC_CHOICES: list[tuple[str, str]] = [
     (metric, spec.label)

@@ -10,20 +10,21 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Max
 
 from ingest import node_page, selectors
-from ingest.models import Node, PoolChange
+from ingest.selectors import nodes as inventory
+from ingest.selectors import overview
 
-from . import alerting, queries
+from . import alerting
 from .choices import MISSING_AFTER, NodeState
+from .rounding import compact_all
 
 ROLLUP_HOURS = 5 / 60
 
 
 def node_states(firing: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Nodes counted by state: missing (not seen lately), else their worst firing alert."""
-    rows = list(Node.objects.values_list("name", "last_seen"))
+    rows = [(node.name, node.last_seen) for node in inventory.nodes()]
     marks = alerting.node_marks(firing)
     counts = dict.fromkeys(NodeState.values, 0)
     reference = max((seen for _, seen in rows), default=None)
@@ -62,7 +63,9 @@ def utilization(start: datetime, end: datetime, step: int) -> Utilization:
     index = {t: i for i, t in enumerate(times)}
     sums: dict[str, list[list[float]]] = defaultdict(lambda: [[0.0, 0.0, 0] for _ in times])
     lost: dict[str, float] = defaultdict(float)
-    for bucket, pool, util, tensor, count, drifted in queries.utilization_by_pool(start, end, step):
+    for bucket, pool, util, tensor, count, drifted in overview.utilization_by_pool(
+        start, end, step
+    ):
         if bucket not in index:
             continue
         for name in (pool, "cluster"):
@@ -101,15 +104,13 @@ def pool_counts(
 
 def pool_timeline(start: datetime, end: datetime) -> tuple[list[datetime], dict[str, list[int]]]:
     """Node counts per pool as a step function over [start, end] (PoolChange, else Node.pool)."""
-    current = dict(Node.objects.values_list("id", "pool"))
-    before = PoolChange.objects.filter(ts__lt=start).order_by("node_id", "-ts").distinct("node_id")
-    inside = list(PoolChange.objects.filter(ts__gte=start, ts__lte=end).order_by("ts"))
-    pool_of = {node_id: pool for node_id, pool in current.items()}
+    pool_of = inventory.node_pools()
+    inside = inventory.pool_changes_between(start, end)
     first_inside: dict[int, str] = {}
     for change in inside:
         first_inside.setdefault(change.node_id, change.pool)
     pool_of.update(first_inside)
-    pool_of.update({c.node_id: c.pool for c in before})
+    pool_of.update(inventory.pools_before(start))
     pools = sorted(set(pool_of.values()) | {c.pool for c in inside})
     times = [start]
     counts = {p: [sum(1 for v in pool_of.values() if v == p)] for p in pools}
@@ -146,9 +147,8 @@ def family_health(now: datetime) -> list[dict[str, Any]]:
 
 def queue_summary() -> list[dict[str, Any]]:
     """Latest Kueue sample per ClusterQueue (workload counts as integers), and the highest
-    admission-wait p95 of a step in the hour up to it (``queries.WAIT_WINDOW``)."""
-    keys = ("queue", "ts", "pending_active", "pending_inadmissible", "admitted_active", "wait_p95")
-    rows = [dict(zip(keys, row, strict=True)) for row in queries.latest_queues()]
+    admission-wait p95 of a step in the hour up to it (``ingest.selectors.overview.WAIT_WINDOW``)."""
+    rows = [queue._asdict() for queue in overview.latest_queues()]
     for row in rows:
         for key in ("pending_active", "pending_inadmissible", "admitted_active"):
             row[key] = _count(row[key])
@@ -189,7 +189,7 @@ def _device_columns(
     for device, columns in result.series.items():
         out[device] = {"times": result.times}
         for name, values in derive(columns).items():
-            out[device][name] = queries.compact_all(values)
+            out[device][name] = compact_all(values)
     return out
 
 
@@ -215,23 +215,23 @@ def _port_columns(c: dict[str, list]) -> dict[str, list]:
     }  # fmt: skip
 
 
-def node_gpus(node: Node, start: datetime, end: datetime, step: int) -> dict[str, dict[str, list]]:
+def node_gpus(node: str, start: datetime, end: datetime, step: int) -> dict[str, dict[str, list]]:
     """Per-GPU columns: util %, tensor %, power W, NVLink bytes/s and error increases."""
-    result = selectors.node_gpu_series(node.name, start, end, step, settings.DASHBOARD_NODE_TILES)
+    result = selectors.node_gpu_series(node, start, end, step, settings.DASHBOARD_NODE_TILES)
     return _device_columns(result, _gpu_columns)
 
 
-def node_ports(node: Node, start: datetime, end: datetime, step: int) -> dict[str, dict[str, list]]:
+def node_ports(node: str, start: datetime, end: datetime, step: int) -> dict[str, dict[str, list]]:
     """Per-port columns: tx+rx bytes/s, xmit_wait ticks/s, error increases."""
-    result = selectors.node_ib_series(node.name, start, end, step, settings.DASHBOARD_NODE_TILES)
+    result = selectors.node_ib_series(node, start, end, step, settings.DASHBOARD_NODE_TILES)
     return _device_columns(result, _port_columns)
 
 
 def node_devices(
-    node: Node, start: datetime, end: datetime, step: int
+    node: str, start: datetime, end: datetime, step: int
 ) -> tuple[dict[str, dict[str, list]], dict[str, dict[str, list]]]:
     """(``node_gpus``, ``node_ports``) in one read of both families (``ingest.node_page``)."""
-    gpus, ports = node_page.node_series(node.name, start, end, step, settings.DASHBOARD_NODE_TILES)
+    gpus, ports = node_page.node_series(node, start, end, step, settings.DASHBOARD_NODE_TILES)
     return _device_columns(gpus, _gpu_columns), _device_columns(ports, _port_columns)
 
 
@@ -240,9 +240,9 @@ def node_list() -> list[dict[str, Any]]:
     (None: healthy) and maintenance (None: in service)."""
     marks = alerting.node_marks()
     hardware, maintenance = alerting.hardware(), alerting.maintenance_nodes()
-    reference = Node.objects.aggregate(latest=Max("last_seen"))["latest"]
+    reference = inventory.latest_seen()
     rows = []
-    for node in Node.objects.all():
+    for node in inventory.nodes():
         missing = reference is not None and node.last_seen < reference - MISSING_AFTER
         state = (
             NodeState.MISSING

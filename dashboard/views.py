@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from ingest import node_page
-from ingest.models import Node
+from ingest.selectors import nodes as inventory
 from runs import selectors as run_selectors
 
 from . import alerting, charts, summaries
@@ -48,7 +48,7 @@ def fabric(request: HttpRequest) -> HttpResponse:
         "query": {
             key: request.GET.get(key, "") for key in ("metric", "window", "sort", "start", "end")
         },
-        "has_nodes": Node.objects.exists(),
+        "has_nodes": inventory.has_nodes(),
     }
     return render(request, "dashboard/fabric.html", context)
 
@@ -64,7 +64,9 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
     """One node: GPUs (util vs tensor vs power, XIDs), IB ports, NVLink, alerts, runs."""
     form = NodeForm(request.GET)
     if not form.is_valid():
-        node = get_object_or_404(Node, name=name)
+        node = inventory.node(name)
+        if node is None:  # an unknown node is a 404 whatever the parameters
+            raise Http404(f"no node named {name!r}")
         return render(request, "dashboard/node_detail.html", {"title": node.name, "node": node, "form": form},
                       status=400)  # fmt: skip
     span = form.time_range()
@@ -74,7 +76,7 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
         raise Http404(f"no node {name!r}")
     node = facts.node
     # ISO times once: the figures repeat them per trace, and the encoder is slow on datetimes.
-    gpus, ports = map(serialize.series_block, node_columns(node, span, facts.cursors))
+    gpus, ports = map(serialize.series_block, node_columns(node.name, span, facts.cursors))
     context = {
         "title": node.name,
         "node": node,
@@ -108,7 +110,7 @@ def alert_list(request: HttpRequest) -> HttpResponse:
         "pager_query": form.query_without_page(),
         "rules": alerting.rule_names(),
         "counts": alerting.counts(),
-        "states": ["firing", "pending", "silenced", "resolved"],
+        "states": list(alerting.STATES),
     }
     return render(request, "dashboard/alert_list.html", context)
 

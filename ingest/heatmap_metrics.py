@@ -307,7 +307,7 @@ def tile_heatmap_sql(spec: MetricSpec, sort: str) -> str:
 
 
 def _tile_order(spec: MetricSpec, sort: str) -> str:
-    # As ``ingest.selectors._sorted_nodes``: code-point order of names (COLLATE "C"); worst:
+    # As ``ingest.selectors.heatmaps._sorted_nodes``: code-point order of names (COLLATE "C"); worst:
     # the mean of the printed cells (summed in column order, like Python's ``sum``).
     name = 'name COLLATE "C"'
     if sort == "topology":

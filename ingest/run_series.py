@@ -18,7 +18,7 @@ from django.db import connection
 from django.db.models import Sum
 
 from .models import ClusterQueue, KueueEviction, KueueQuota
-from .selectors import gpu_rows, ib_rows
+from .history import gpu_rows, ib_rows
 
 RAW_SPAN = timedelta(days=2)
 ROLLUP = timedelta(minutes=5)

@@ -160,7 +160,7 @@ class GpuXid(BaseRule):
     neither list are ignored. A "GPU gone" code (``gone_codes``: 79, "GPU has
     fallen off the bus", NVIDIA's XID catalogue: the GPU is no longer reachable and
     needs a reset) holds instead until the GPU reports again: its first sample after
-    an absence following the event (``alerts.queries.XID_GONE``), however long that takes
+    an absence following the event (``ingest.selectors.rule_sql.XID_GONE``), however long that takes
     (looked back ``gone_forget_seconds``, 7 days).
     """
 

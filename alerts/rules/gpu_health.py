@@ -1,7 +1,7 @@
 """GPU hardware health beyond XIDs: uncorrectable ECC, row remapping, throttling, PCIe replays.
 
 Inputs are the dcgm-exporter fields of docs/dcgm.md "Hardware health", read as sparse rows
-(``alerts.queries.GPU_HEALTH``: only steps where something is wrong). Each rule names the
+(``ingest.selectors.rule_sql.GPU_HEALTH``: only steps where something is wrong). Each rule names the
 next step in its context (``verdict``, ``next_step``); ``alerts.hardware`` turns a node's
 firing hardware alerts into one verdict. Thresholds come from NVIDIA DCGM's own health
 checks (NVIDIA/DCGM ``modules/health/DcgmHealthWatch.cpp``, ``common/DcgmGPUHardwareLimits.h``,

@@ -12,6 +12,7 @@ from typing import Any
 
 from core import clock
 from ingest import selectors
+from ingest.selectors import Family
 
 from .. import alerting, summaries
 from ..choices import HEATMAP_METRIC_IDS, IB_METRICS, HeatmapSort
@@ -49,7 +50,7 @@ def overview_window(now: datetime) -> tuple[datetime, datetime]:
 
 def utilization_block(start: datetime, end: datetime) -> dict[str, Any]:
     """The overview's 24 h utilization (a 150 k-row rollup aggregate), cached per GPU ingest cycle."""
-    key = cursor_key("gpu", "overview-utilization", f"{start.timestamp():.0f}")
+    key = cursor_key(Family.GPU, "overview-utilization", f"{start.timestamp():.0f}")
     return cached(key, lambda: serialize.utilization(summaries.utilization(start, end, 900)))
 
 
@@ -94,10 +95,10 @@ def warm(event: Mapping[str, Any]) -> int:
     families = set(event.get("families") or ())
     built = 0
     for metric in HEATMAP_METRIC_IDS:
-        if ("ib" if metric in IB_METRICS else "gpu") in families:
+        if (Family.IB if metric in IB_METRICS else Family.GPU) in families:
             query = {"metric": metric, "window": WARM_WINDOW, "sort": HeatmapSort.NAME,
                      "width": WARM_WIDTH}  # fmt: skip
             built += build_heatmap(query) is not None
-    if "gpu" in families:
+    if Family.GPU in families:
         utilization_block(*overview_window(clock.now()))  # not counted: not a heatmap
     return built

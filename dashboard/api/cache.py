@@ -28,7 +28,8 @@ from typing import Any, TypeVar
 from django.conf import settings
 from django.core.cache import cache
 
-from ingest.models import IngestCursor, Node
+from ingest.selectors import Family
+from ingest.selectors import nodes as inventory
 
 from .. import alerting, summaries
 from ..choices import IB_METRICS, NICE_STEPS
@@ -38,7 +39,7 @@ T = TypeVar("T")
 Columns = dict[str, dict[str, list]]
 TTL_SECONDS = 600
 #: The node page's families and their cache key prefixes (as ``cursor_key`` joins them).
-NODE_FAMILIES = {"gpu": "node-gpus", "ib": "node-ports"}
+NODE_FAMILIES = {Family.GPU: "node-gpus", Family.IB: "node-ports"}
 log = logging.getLogger(__name__)
 
 
@@ -48,16 +49,14 @@ def cursor_key(family: str, *parts: object) -> str | None:
     The next ingest commit of the family advances its cursor, so the key changes:
     that is the invalidation.
     """
-    covered = (
-        IngestCursor.objects.filter(family=family).values_list("covered_until", flat=True).first()
-    )
+    covered = inventory.covered_until(family)
     if covered is None:
         return None
     return ":".join([*map(str, parts), f"{covered.timestamp():.0f}"])
 
 
 def node_columns(
-    node: Node, span: TimeRange, cursors: dict[str, datetime] | None = None
+    node: str, span: TimeRange, cursors: dict[str, datetime] | None = None
 ) -> tuple[Columns, Columns]:
     """(GPU columns, port columns) of ``node`` over ``span``, each cached per cycle of its family.
 
@@ -67,16 +66,16 @@ def node_columns(
     (family → covered_until, as ``ingest.node_page.node_facts`` read them; None: read here).
     """
     if cursors is None:
-        cursors = dict(IngestCursor.objects.values_list("family", "covered_until"))
+        cursors = dict(inventory.cursor_marks())
     bounds = (f"{span.start.timestamp():.0f}", f"{span.end.timestamp():.0f}", span.step)
     keys = {
-        family: ":".join([kind, node.name, *map(str, bounds), f"{cursors[family].timestamp():.0f}"])
+        family: ":".join([kind, node, *map(str, bounds), f"{cursors[family].timestamp():.0f}"])
         for family, kind in NODE_FAMILIES.items()
         if family in cursors
     }
     hits = _get_many(list(keys.values()))
     if len(hits) == len(NODE_FAMILIES):
-        return hits[keys["gpu"]], hits[keys["ib"]]
+        return hits[keys[Family.GPU]], hits[keys[Family.IB]]
     built = summaries.node_devices(node, span.start, span.end, span.step)
     _set_many({key: built[list(NODE_FAMILIES).index(family)] for family, key in keys.items()})
     return built
@@ -106,7 +105,7 @@ def overview_key(now: datetime) -> str | None:
     period = settings.DASHBOARD_OVERVIEW_REFRESH_SECONDS
     if not period:
         return None
-    cursors = IngestCursor.objects.order_by("family").values_list("family", "covered_until")
+    cursors = inventory.cursor_marks()
     tick = int(now.timestamp() // period)
     state = "|".join([str(tick), *map(str, cursors), alerting.change_marker()])
     return "overview:" + hashlib.sha256(state.encode()).hexdigest()
@@ -121,7 +120,7 @@ def heatmap_key(metric: str, sort: str, start: datetime, end: datetime, step: in
     """
     if not is_normalised(start, end, step):
         return None
-    family = "ib" if metric in IB_METRICS else "gpu"
+    family = Family.IB if metric in IB_METRICS else Family.GPU
     return cursor_key(
         family,
         "heatmap-utf8",

@@ -12,7 +12,7 @@ from django.http import HttpResponse, JsonResponse
 from ingest.selectors import HeatmapRows
 
 from .. import alerting
-from ..queries import compact_all
+from ..rounding import compact_all
 from ..summaries import Utilization
 
 
@@ -60,7 +60,7 @@ def with_marks(heatmap_json: bytes, marks: dict[str, dict[str, Any]]) -> HttpRes
 
 
 def _matrix(values: list[list[float | None]]) -> list[list[float | None]]:
-    # ``queries.compact`` inlined (``compact_all``): this runs for every cell of the rails matrix.
+    # ``rounding.compact`` inlined (``compact_all``): this runs for every cell of the rails matrix.
     return [compact_all(row) for row in values]
 
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
 from ingest import node_page, selectors
-from ingest.models import Node
+from ingest.selectors import nodes as inventory
 from runs import selectors as run_selectors
 
 from .. import alerting
@@ -49,14 +48,15 @@ def node(request: HttpRequest, name: str) -> HttpResponse:
     """One node: per-GPU and per-port series, XIDs, runs, alerts, pool and leaf switch."""
     form = NodeForm(request.GET)
     if not form.is_valid():
-        get_object_or_404(Node, name=name)  # an unknown node is a 404 whatever the parameters
+        if inventory.node(name) is None:  # an unknown node is a 404 whatever the parameters
+            raise Http404(f"no node named {name!r}")
         return serialize.bad_request(*first_error(form))
     span = form.time_range()
     facts = node_page.node_facts(name, span.start, span.end)
     if facts is None:
         raise Http404(f"no node {name!r}")
     node = facts.node
-    gpus, ports = node_columns(node, span, facts.cursors)
+    gpus, ports = node_columns(node.name, span, facts.cursors)
     return serialize.orjson_response(
         {
             "node": {

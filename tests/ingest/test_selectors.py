@@ -10,6 +10,7 @@ from django.db import connection, transaction
 from ingest import partitions, rollups, selectors
 from ingest.health import check_ingest_lag
 from ingest.models import IngestCursor
+from ingest.selectors import heatmaps
 from ingest.store import GPU_TABLE, IB_TABLE, insert_rows, upsert_nodes, upsert_ports
 
 pytestmark = pytest.mark.django_db
@@ -162,8 +163,8 @@ def test_heatmap_cells_have_four_significant_digits_and_gaps_stay_null() -> None
 
 def test_heatmap_rows_put_columns_with_another_heap_order_into_one_node_order() -> None:
     columns = [(1, "7,3", "1.5,2"), (0, "3,7", "4,null"), (2, "3", "6"), (5, "3", "9")]
-    assert selectors._json_rows(columns, 3) == {"3": "[4,2,6]", "7": "[null,1.5,null]"}
-    assert selectors._json_rows([(0, "3,7", "1,2"), (1, "3,7", "3,4")], 2) == {
+    assert heatmaps._json_rows(columns, 3) == {"3": "[4,2,6]", "7": "[null,1.5,null]"}
+    assert heatmaps._json_rows([(0, "3,7", "1,2"), (1, "3,7", "3,4")], 2) == {
         "3": "[1,3]",
         "7": "[2,4]",
     }

@@ -1,12 +1,15 @@
-"""All SQL the rules engine runs against ingest's tables, in one place (read-only).
+"""The SQL behind ``rule_inputs``: every read the alert rules make of ingest's tables.
 
-Times come back as unix seconds. ``{pred}`` placeholders take a rule's
-prefilter predicate (see ``BaseRule.prefilter``); window bounds are unix seconds.
+Times come back as unix seconds. ``{pred}`` placeholders take a rule's prefilter predicate
+(see ``alerts.rules.base.BaseRule.prefilter``); window bounds are unix seconds. Raw samples
+are read through ``ingest_gpu_rows`` / ``ingest_ib_rows`` (``ingest.history``): hot rows and
+compacted history alike.
 """
 
 from __future__ import annotations
 
-from ingest.selectors import columns_in, gpu_rows, ib_rows
+from ..history import columns_in, gpu_rows, ib_rows
+from ..models.choices import Family
 
 EPOCH = "extract(epoch from {})::float8"
 WINDOW = "ts > to_timestamp(%s) AND ts <= to_timestamp(%s)"
@@ -28,13 +31,13 @@ def twice(bounds: list[float]) -> list[float]:
 
 def gpu_candidates(mark: str | None, pred: str) -> str:
     """GPU_SERIES for the prefilter ``pred``, its candidates' history rows limited to ``mark``."""
-    rows = gpu_rows(*BOUNDS, mark, columns=columns_in("gpu", pred))
+    rows = gpu_rows(*BOUNDS, mark, columns=columns_in(Family.GPU, pred))
     return GPU_SERIES.replace("{candidates}", rows).replace("{pred}", pred)
 
 
 def ib_candidates(mark: str | None, pred: str) -> str:
     """IB_SERIES for the prefilter ``pred``, its candidates' history rows limited to ``mark``."""
-    rows = ib_rows(*BOUNDS, mark, columns=columns_in("ib", pred))
+    rows = ib_rows(*BOUNDS, mark, columns=columns_in(Family.IB, pred))
     return IB_SERIES.replace("{candidates}", rows).replace("{pred}", pred)
 
 
@@ -113,12 +116,17 @@ SELECT n.name, x.gpu, {EPOCH.format("x.ts")}, x.code, x.message
 FROM ingest_xidevent x JOIN ingest_node n ON n.id = x.node_id
 WHERE x.{WINDOW} ORDER BY n.name, x.gpu, x.ts
 """
-# Sparse: the partial index ingest_gpusample_health_ts (ingest 0012) holds the rows matching this
-# predicate with the default throttle mask ({mask}: gpu_throttle's reasons_mask, an int).
+# Sparse: the partial index ingest_gpusample_health_ts (ingest 0012) holds the hot rows matching
+# this predicate with the default throttle mask ({mask}: gpu_throttle's reasons_mask, an int).
+# History has no mark for it: the hours of the window that are compacted are decoded (health
+# columns only). Its bounds go in twice (``twice``).
+GPU_HEALTH_COLUMNS = (
+    "ecc_dbe_vol", "pcie_replay", "row_remap_failure", "row_remap_pending", "clock_events",
+)  # fmt: skip
 GPU_HEALTH = f"""
 SELECT n.name, s.gpu, {EPOCH.format("s.ts")}, coalesce(s.ecc_dbe_vol, 0), coalesce(s.pcie_replay, 0),
        coalesce(s.row_remap_failure, 0), coalesce(s.row_remap_pending, 0), coalesce(s.clock_events, 0)::int
-FROM ingest_gpusample s JOIN ingest_node n ON n.id = s.node_id
+FROM {gpu_rows(*BOUNDS, columns=GPU_HEALTH_COLUMNS)} s JOIN ingest_node n ON n.id = s.node_id
 WHERE s.{WINDOW}
   AND (s.ecc_dbe_vol > 0 OR s.pcie_replay > 0 OR s.row_remap_failure > 0 OR s.row_remap_pending > 0
        OR (s.clock_events::int & {{mask}}) <> 0)
@@ -128,6 +136,10 @@ ORDER BY n.name, s.gpu, s.ts
 # first sample of that GPU after the event that follows a gap longer than the sample gap: the GPU
 # reporting again. (Stale samples right after the event, e.g. Prometheus' look-back over
 # backfilled blocks, have no gap before them and do not count.) Primary-key probes per such GPU.
+# The GPU's sample times (hot or compacted) from twice the gap before the event to the window's end.
+XID_GONE_SAMPLES = gpu_rows(
+    "x.ts - make_interval(secs => 2 * %(gap)s)", "to_timestamp(%(end)s)", columns=()
+)
 XID_GONE = f"""
 WITH x AS (
     SELECT DISTINCT ON (node_id, gpu) node_id, gpu, ts, code, message FROM ingest_xidevent
@@ -136,7 +148,7 @@ WITH x AS (
 SELECT n.name, x.gpu, {EPOCH.format("x.ts")}, x.code, x.message, {EPOCH.format("r.ts")}
 FROM x JOIN ingest_node n ON n.id = x.node_id LEFT JOIN LATERAL (
     SELECT min(g.ts) AS ts FROM (
-        SELECT ts, lag(ts) OVER (ORDER BY ts) AS prev FROM ingest_gpusample
+        SELECT ts, lag(ts) OVER (ORDER BY ts) AS prev FROM {XID_GONE_SAMPLES}
         WHERE node_id = x.node_id AND gpu = x.gpu
           AND ts > x.ts - make_interval(secs => 2 * %(gap)s) AND ts <= to_timestamp(%(end)s)
     ) g WHERE g.ts > x.ts AND (g.prev IS NULL OR g.ts - g.prev > make_interval(secs => %(gap)s))
@@ -168,11 +180,11 @@ FROM ingest_ingestcursor c LEFT JOIN ingest_familyhealth h ON h.family = c.famil
 # Newest sample of each known node absent from the window, through the primary keys
 # (node_id, gpu, ts) and (port_id, ts): a few index probes per absent node.
 LAST_SEEN = {
-    "gpu": f"""SELECT n.name, {EPOCH.format("x.ts")} FROM ingest_node n CROSS JOIN LATERAL (
+    Family.GPU: f"""SELECT n.name, {EPOCH.format("x.ts")} FROM ingest_node n CROSS JOIN LATERAL (
         SELECT max(s.ts) AS ts FROM {GPU_TIMES_ONLY} s
         WHERE s.node_id = n.id AND s.{WINDOW}) x
         WHERE x.ts IS NOT NULL AND n.last_seen > to_timestamp(%s) AND n.name <> ALL(%s)""",
-    "ib": f"""SELECT n.name, {EPOCH.format("x.ts")} FROM ingest_node n CROSS JOIN LATERAL (
+    Family.IB: f"""SELECT n.name, {EPOCH.format("x.ts")} FROM ingest_node n CROSS JOIN LATERAL (
         SELECT max(s.ts) AS ts FROM {IB_TIMES_ONLY} s
         WHERE s.port_id IN (SELECT id FROM ingest_ibport WHERE node_id = n.id) AND s.{WINDOW}) x
         WHERE x.ts IS NOT NULL AND n.last_seen > to_timestamp(%s) AND n.name <> ALL(%s)""",
