@@ -73,15 +73,16 @@ def _pk(keys: tuple[str, ...]) -> str:
 
 
 # Raw rows hot and compacted alike (a backfill older than the hot window refreshes too).
+# History decodes only the columns rolled up (not the GPU health columns, which are raw-only).
 GPU_REFRESH = _refresh_sql(
-    gpu_rows("%s", "%s", exclusive=True),
+    gpu_rows("%s", "%s", exclusive=True, columns=GPU_VALUE_COLUMNS),
     "ingest_gpurollup",
     ("node_id", "gpu"),
     GPU_VALUE_COLUMNS,
     GPU_SUMS,
 )
 IB_REFRESH = _refresh_sql(
-    ib_rows("%s", "%s", exclusive=True),
+    ib_rows("%s", "%s", exclusive=True, columns=IB_VALUE_COLUMNS),
     "ingest_ibrollup",
     ("port_id", "node_id"),
     IB_VALUE_COLUMNS,
@@ -114,7 +115,7 @@ def bucket_start(moment: datetime) -> datetime:
 IB_NODE_STEPS = f"""
 INSERT INTO ingest_ibnodestep (ts, node_id, bytes)
 SELECT ts, node_id, sum(coalesce(tx_bytes, 0) + coalesce(rx_bytes, 0))
-FROM {ib_rows("%s", "%s")} WHERE ts >= %s AND ts <= %s GROUP BY ts, node_id
+FROM {ib_rows("%s", "%s", columns=("tx_bytes", "rx_bytes"))} WHERE ts >= %s AND ts <= %s GROUP BY ts, node_id
 ON CONFLICT (ts, node_id) DO UPDATE SET bytes = excluded.bytes
 WHERE ingest_ibnodestep.bytes IS DISTINCT FROM excluded.bytes
 """
