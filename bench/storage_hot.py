@@ -94,7 +94,8 @@ def breakdown(table: HistoryTable) -> list[str]:
         ("other indexes (BRIN on ts, partial alert indexes)", indexes - primary),
     ]
     lines = [
-        f"| {table.hot}: {name} | {size / rows:.1f} | {size / samples:.2f} |" for name, size in parts
+        f"| {table.hot}: {name} | {size / rows:.1f} | {size / samples:.2f} |"
+        for name, size in parts
     ]
     total = heap + indexes
     lines.append(f"| **{table.hot} total** | **{total / rows:.1f}** | **{total / samples:.2f}** |")
