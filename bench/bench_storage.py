@@ -1,17 +1,21 @@
 """Storage benchmark: bytes per sample (hot, compacted, Prometheus), reads old vs new, compaction cost.
 
     python bench/bench_storage.py [--real-nodes 64] [--real-hours 6] [--nodes 512] [--days 1]
+                                  [--week-nodes 32]
 
 Part 1, simulator data through the real pipeline: simulator history → promtool blocks →
 Prometheus → ingest (GPU and IB families), then compaction. Prints bytes per stored sample
 (a sample = one non-NULL value; heap + TOAST + every index, after VACUUM) of the hot rows
 and of compacted history, beside Prometheus' own bytes per sample for the same metrics
 (block directories ÷ their samples, ``promtool tsdb create-blocks-from openmetrics``), and
-the alternative layouts measured on the same rows.
+the alternative layouts measured on the same rows; then where the hot rows' bytes go and
+the hot layouts tried on the same rows (``bench/storage_hot.py``).
 
 Part 2, ``--nodes`` × ``--days`` of synthetic rows written in SQL (8 GPUs and 8 ports per
 node): each read timed on the hot layout, then everything compacted (time and CPU of the
-worker and of its Postgres backend), then each read again. Own database
+worker and of its Postgres backend), then each read again. Part 3, the same over 7 days of
+``--week-nodes`` (the node page's 7 d, the run timeline and the backtest over the week: 7 days
+at 512 nodes would be 165 M hot rows, ~29 GB, hours to write here). Own database
 (clusterwatch_bench_storage), created and dropped here. Results go to bench/RESULTS.md.
 """
 
@@ -416,9 +420,7 @@ def synthetic(part: int, nodes: int, days: int) -> None:
     say(f"disk: hot {hot / 1e6:,.0f} MB → compacted {compacted / 1e6:,.0f} MB "
         f"(synthetic values: arithmetic patterns, not the simulator's)")  # fmt: skip
     say()
-    say(
-        "| read (median of 3; backtest 1 run) | hot rows (today) | compacted history | new / old |"
-    )
+    say("| read (median of 3; backtest 1 run) | hot rows (today) | compacted history | new / old |")
     say("|---|---|---|---|")
     for name, seconds in old.items():
         say(
