@@ -1,17 +1,21 @@
 """Storage benchmark: bytes per sample (hot, compacted, Prometheus), reads old vs new, compaction cost.
 
     python bench/bench_storage.py [--real-nodes 64] [--real-hours 6] [--nodes 512] [--days 1]
+                                  [--week-nodes 32]
 
 Part 1, simulator data through the real pipeline: simulator history → promtool blocks →
 Prometheus → ingest (GPU and IB families), then compaction. Prints bytes per stored sample
 (a sample = one non-NULL value; heap + TOAST + every index, after VACUUM) of the hot rows
 and of compacted history, beside Prometheus' own bytes per sample for the same metrics
 (block directories ÷ their samples, ``promtool tsdb create-blocks-from openmetrics``), and
-the alternative layouts measured on the same rows.
+the alternative layouts measured on the same rows; then where the hot rows' bytes go and
+the hot layouts tried on the same rows (``bench/storage_hot.py``).
 
 Part 2, ``--nodes`` × ``--days`` of synthetic rows written in SQL (8 GPUs and 8 ports per
 node): each read timed on the hot layout, then everything compacted (time and CPU of the
-worker and of its Postgres backend), then each read again. Own database
+worker and of its Postgres backend), then each read again. Part 3, the same over 7 days of
+``--week-nodes`` (the node page's 7 d, the run timeline and the backtest over the week: 7 days
+at 512 nodes would be 165 M hot rows, ~29 GB, hours to write here). Own database
 (clusterwatch_bench_storage), created and dropped here. Results go to bench/RESULTS.md.
 """
 
@@ -69,11 +73,10 @@ def relation_bytes(parents: tuple[str, ...]) -> int:
 
 def stored_samples(source_gpu: str = "ingest_gpusample", source_ib: str = "ingest_ibsample") -> int:
     """Non-NULL values of the GPU and IB rows (``saturated`` is a flag, not a sample)."""
-    from ingest.store import GPU_VALUE_COLUMNS, IB_VALUE_COLUMNS
+    from bench.storage_hot import SAMPLE_COLUMNS
 
-    ib_values = [c for c in IB_VALUE_COLUMNS if c != "saturated"]
-    gpu = _sql(f"SELECT sum(num_nonnulls({', '.join(GPU_VALUE_COLUMNS)})) FROM {source_gpu} s")
-    ib = _sql(f"SELECT sum(num_nonnulls({', '.join(ib_values)})) FROM {source_ib} s")
+    gpu = _sql(f"SELECT sum(num_nonnulls({', '.join(SAMPLE_COLUMNS['gpu'])})) FROM {source_gpu} s")
+    ib = _sql(f"SELECT sum(num_nonnulls({', '.join(SAMPLE_COLUMNS['ib'])})) FROM {source_ib} s")
     return int(gpu[0][0] or 0) + int(ib[0][0] or 0)
 
 
@@ -110,8 +113,10 @@ def prometheus_bytes(cluster, workdir: Path, start: float, end: float) -> tuple[
 
 def real_pipeline(args: argparse.Namespace) -> None:
     """Part 1: bytes per sample of hot rows, compacted history and Prometheus, same samples."""
+    from bench import storage_hot
     from bench.bench_ingest import history_prometheus
     from ingest import compaction
+    from ingest.history import GPU_HISTORY, IB_HISTORY
     from ingest.prometheus import PrometheusClient
     from ingest.services import ingest_all
     from simulator import Cluster, ClusterSpec
@@ -142,6 +147,9 @@ def real_pipeline(args: argparse.Namespace) -> None:
         )[0][0]
     )
     alternatives = measure_alternatives()
+    hot_lines = [*storage_hot.breakdown(GPU_HISTORY), *storage_hot.breakdown(IB_HISTORY)]
+    gpu_samples, ib_samples = storage_hot.samples_by_family()
+    hot_layouts = storage_hot.alternatives()
     compaction.compact(
         now=datetime.fromtimestamp(end, UTC) + timedelta(hours=30), budget_seconds=1e9
     )
@@ -164,6 +172,24 @@ def real_pipeline(args: argparse.Namespace) -> None:
         say(
             f"| tried: {name} | {size:,} | {size / samples:.2f} "
             f"| write {written:.2f} s, full scan {seconds:.2f} s |"
+        )
+    say()
+    say("Where the hot rows' bytes go (per row and per sample of each table; after VACUUM):")
+    say()
+    say("| hot table: part | bytes per row | bytes per sample |")
+    say("|---|---|---|")
+    for line in hot_lines:
+        say(line)
+    say()
+    say(f"Hot layouts tried on the same rows ({gpu_samples:,} GPU + {ib_samples:,} IB samples), "
+        "heap + indexes, rows inserted step by step:")  # fmt: skip
+    say()
+    say("| hot layout | GPU B/sample | IB B/sample | both B/sample | goal |")
+    say("|---|---|---|---|---|")
+    for name, gpu_bytes, ib_bytes in hot_layouts:
+        both = (gpu_bytes + ib_bytes) / (gpu_samples + ib_samples)
+        say(
+            f"| {name} | {gpu_bytes / gpu_samples:.2f} | {ib_bytes / ib_samples:.2f} | {both:.2f} | ≤ 10 |"
         )
     ratio = compacted / samples / (prom_size / prom_samples)
     say()
@@ -324,7 +350,7 @@ def reads(nodes: int, days: int) -> dict[str, float]:
                 selectors.node_ib_series(node, mid, mid + timedelta(hours=1), 30),
             )  # fmt: skip
         ),
-        f"run timeline, 64 nodes × {days * 24} h (raw samples)": _timed(
+        f"run timeline, {len(holdings)} nodes × {days * 24} h (raw samples)": _timed(
             lambda: (
                 run_series.gpu_series(holdings, DAY0, end),
                 run_series.ib_series(holdings, DAY0, end),
@@ -341,7 +367,6 @@ def reads(nodes: int, days: int) -> dict[str, float]:
                 rollups.refresh("gpu", mid, mid + timedelta(seconds=3599)),
                 rollups.refresh("ib", mid, mid + timedelta(seconds=3599)),
             ),  # fmt: skip
-            runs=1,
         ),
         "rails, 1 h (raw samples)": _timed(
             lambda: selectors.rail_matrix("ib_tx", mid, mid + timedelta(hours=1))
@@ -359,12 +384,12 @@ def backend_cpu_seconds() -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def synthetic(args: argparse.Namespace) -> None:
-    """Part 2: reads on the hot layout, compaction cost, the same reads on compacted history."""
+def synthetic(part: int, nodes: int, days: int) -> None:
+    """Parts 2 and 3: reads on the hot layout, compaction cost, the same reads on compacted history."""
     from ingest import compaction
 
     began = time.perf_counter()
-    write_synthetic(args.nodes, args.days)
+    write_synthetic(nodes, days)
     rows = int(
         _sql(
             "SELECT (SELECT count(*) FROM ingest_gpusample) + (SELECT count(*) FROM ingest_ibsample)"
@@ -372,19 +397,19 @@ def synthetic(args: argparse.Namespace) -> None:
     )
     hot = relation_bytes(HOT)
     print(f"  {rows:,} rows written in {time.perf_counter() - began:.0f} s", flush=True)
-    old = reads(args.nodes, args.days)
+    old = reads(nodes, days)
     worker, backend = time.process_time(), backend_cpu_seconds()
     report = compaction.compact(
-        now=DAY0 + timedelta(days=args.days, hours=7), budget_seconds=1e9,
+        now=DAY0 + timedelta(days=days, hours=7), budget_seconds=1e9,
         progress=lambda label, done, total: print(f"  compacted {label} ({done}/{total})", flush=True),
     )  # fmt: skip
     worker, backend = time.process_time() - worker, backend_cpu_seconds() - backend
     _sql("VACUUM ANALYZE")
     compacted = relation_bytes(HISTORY)
-    new = reads(args.nodes, args.days)
-    per_day = (worker + backend) / args.days
+    new = reads(nodes, days)
+    per_day = (worker + backend) / days
     say()
-    say(f"## Part 2: {args.nodes} nodes × {args.days} day(s) of synthetic rows ({rows:,} rows)")
+    say(f"## Part {part}: {nodes} nodes × {days} day(s) of synthetic rows ({rows:,} rows)")
     say()
     say(f"compaction: {report.hours} hours, {report.rows:,} rows in {report.seconds:.1f} s wall; "
         f"CPU {worker:.1f} s worker + {backend:.1f} s Postgres = {per_day:.1f} s per day "
@@ -393,14 +418,20 @@ def synthetic(args: argparse.Namespace) -> None:
     say(f"disk: hot {hot / 1e6:,.0f} MB → compacted {compacted / 1e6:,.0f} MB "
         f"(synthetic values: arithmetic patterns, not the simulator's)")  # fmt: skip
     say()
-    say(
-        "| read (median of 3; backtest and rebuild 1 run) | hot rows (today) | compacted history | new / old |"
-    )
+    say("| read (median of 3; backtest 1 run) | hot rows (today) | compacted history | new / old |")
     say("|---|---|---|---|")
     for name, seconds in old.items():
         say(
             f"| {name} | {seconds * 1000:,.0f} ms | {new[name] * 1000:,.0f} ms | {new[name] / seconds:.2f} |"
         )
+
+
+def _empty() -> None:
+    """Remove every sample, node and port (between parts)."""
+    from tests.support.timeseries import truncate_timeseries
+
+    truncate_timeseries()
+    _sql("TRUNCATE ingest_ibport, ingest_node, ingest_compaction CASCADE")
 
 
 def main() -> None:
@@ -409,7 +440,10 @@ def main() -> None:
     parser.add_argument("--real-hours", type=float, default=6.0)
     parser.add_argument("--nodes", type=int, default=512)
     parser.add_argument("--days", type=int, default=1)
-    parser.add_argument("--skip-real", action="store_true", help="part 2 only")
+    parser.add_argument(
+        "--week-nodes", type=int, default=32, help="part 3: nodes × 7 days (0: skip part 3)"
+    )
+    parser.add_argument("--skip-real", action="store_true", help="parts 2 and 3 only")
     parser.add_argument("--keep", action="store_true", help="keep the database (to inspect plans)")
     args = parser.parse_args()
 
@@ -427,11 +461,12 @@ def main() -> None:
     try:
         if not args.skip_real:
             real_pipeline(args)
-            from tests.support.timeseries import truncate_timeseries
-
-            truncate_timeseries()
-            _sql("TRUNCATE ingest_ibport, ingest_node, ingest_compaction CASCADE")
-        synthetic(args)
+            _empty()
+        synthetic(2, args.nodes, args.days)
+        write_section("bench_storage", "\n".join(LINES))  # what is measured so far
+        if args.week_nodes:
+            _empty()
+            synthetic(3, args.week_nodes, 7)
     finally:
         from django.db import connections
 

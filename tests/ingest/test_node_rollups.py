@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 
 from ingest import partitions, rollups, selectors
 from ingest.models import NodeRollup
@@ -122,3 +123,23 @@ def test_ib_node_steps_total_every_port_of_a_node_per_step_and_follow_rewrites()
     rollups.refresh("ib", late, late)
     assert IbNodeStep.objects.get(node_id=node_id, ts=late).bytes == 8e9
     assert IbNodeStep.objects.get(node_id=node_id, ts=late - timedelta(seconds=30)).bytes == 7e9
+
+
+def test_the_rollup_statement_gets_its_work_mem_and_the_transaction_gets_its_own_back() -> None:
+    seed()
+    during: list[str] = []
+
+    def spy(execute, sql, params, many, context):  # noqa: ANN001, ANN202 - Django's wrapper API
+        if sql.startswith("INSERT INTO ingest_gpurollup"):
+            with connection.cursor() as cursor:
+                cursor.execute("SHOW work_mem")
+                during.append(cursor.fetchone()[0])
+        return execute(sql, params, many, context)
+
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL work_mem = '5MB'")
+        with connection.execute_wrapper(spy):
+            rollups.refresh("gpu", T0, T0 + timedelta(minutes=10))
+        cursor.execute("SHOW work_mem")
+        after = cursor.fetchone()[0]
+    assert (during, after) == ([rollups.REFRESH_WORK_MEM], "5MB")
