@@ -22,7 +22,6 @@ from django.conf import settings
 
 from ingest.models.choices import Family
 from ingest.selectors import rule_inputs
-
 from runs.selectors import alerting as run_reads
 
 from . import health_inputs

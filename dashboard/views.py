@@ -64,10 +64,10 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
     """One node: GPUs (util vs tensor vs power, XIDs), IB ports, NVLink, alerts, runs."""
     form = NodeForm(request.GET)
     if not form.is_valid():
-        node = inventory.node(name)
-        if node is None:  # an unknown node is a 404 whatever the parameters
+        known = inventory.node(name)
+        if known is None:  # an unknown node is a 404 whatever the parameters
             raise Http404(f"no node named {name!r}")
-        return render(request, "dashboard/node_detail.html", {"title": node.name, "node": node, "form": form},
+        return render(request, "dashboard/node_detail.html", {"title": known.name, "node": known, "form": form},
                       status=400)  # fmt: skip
     span = form.time_range()
     at = form.cleaned_data.get("at")

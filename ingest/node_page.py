@@ -24,7 +24,7 @@ from django.db import connection
 
 from . import node_tiles, selectors
 from .models import IbPort, Node, PoolChange
-from .selectors import NodeSeries
+from .selectors import NodeSeries, windows
 
 FAMILIES = ("gpu", "ib")
 #: Both families' ``READ`` in one statement, each row tagged with its family.
@@ -42,8 +42,8 @@ def _times(start: datetime, end: datetime, step: int) -> list[datetime]:
 def _tiled(start: datetime, end: datetime, step: int, tiles: bool) -> bool:
     # The selectors' choice (``_node_series``): rollups at >= 6 h or where raw rows are gone,
     # then tiles for 5-minute columns.
-    rollup = end - start >= selectors.NODE_ROLLUP_WINDOW or selectors.use_rollup(start, end, step)
-    step = max(step, selectors.ROLLUP_STEP_SECONDS) if rollup else step
+    rollup = end - start >= windows.NODE_ROLLUP_WINDOW or selectors.use_rollup(start, end, step)
+    step = max(step, windows.ROLLUP_STEP_SECONDS) if rollup else step
     return rollup and tiles and node_tiles.covers(start, end, step)
 
 
@@ -75,7 +75,7 @@ def node_series(
             selectors.node_gpu_series(node, start, end, step, tiles),
             selectors.node_ib_series(node, start, end, step, tiles),
         )
-    times = _times(start, end, selectors.ROLLUP_STEP_SECONDS)
+    times = _times(start, end, windows.ROLLUP_STEP_SECONDS)
     found = _read_both(node, start, end)
     answers = []
     for family, read in zip(
@@ -86,7 +86,7 @@ def node_series(
             answers.append(read(node, start, end, step, False))
             continue
         ordered = dict(sorted(series.items()))
-        answers.append(NodeSeries(node, times, ordered, selectors.ROLLUP_STEP_SECONDS, "rollup"))
+        answers.append(NodeSeries(node, times, ordered, windows.ROLLUP_STEP_SECONDS, "rollup"))
     return answers[0], answers[1]
 
 

@@ -17,8 +17,8 @@ from typing import Any
 from django.db import connection
 from django.db.models import Sum
 
-from .models import ClusterQueue, KueueEviction, KueueQuota
 from .history import gpu_rows, ib_rows
+from .models import ClusterQueue, KueueEviction, KueueQuota
 
 RAW_SPAN = timedelta(days=2)
 ROLLUP = timedelta(minutes=5)

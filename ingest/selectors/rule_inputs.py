@@ -16,7 +16,6 @@ from django.db import connection
 from ..models.choices import Family
 from . import rule_sql as q
 from .rule_rows import (
-    Assignment,
     FamilyCursor,
     GoneXid,
     GpuHealthPoint,
@@ -27,7 +26,6 @@ from .rule_rows import (
     KueuePoint,
     NodeThroughput,
     NvlinkPoint,
-    RunCheckpoints,
     XidPoint,
 )
 

@@ -13,7 +13,7 @@ from django.test import Client
 
 from dashboard import summaries
 from dashboard.api import serialize
-from dashboard.queries import compact
+from dashboard.rounding import compact
 from ingest.models import Node
 from tests.ingest.test_node_tiles import T0, util, write_as_ingest
 from tests.support.clock import forget_cached, pinned
