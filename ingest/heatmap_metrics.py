@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from .drift import IDLE_TENSOR_BUCKET
 from .history import columns_in, gpu_rows, ib_rows
+from .models.choices import Family
 
 if TYPE_CHECKING:
     from django.db.backends.utils import CursorWrapper
@@ -39,7 +40,7 @@ NVLINK_ERROR_SUM = (
 class MetricSpec:
     """How a heatmap metric becomes one number per node and bucket, and what it is called."""
 
-    family: str  # "gpu" or "ib": which table
+    family: str  # Family.GPU or Family.IB: which table
     inner: str  # SQL aggregate over the node's GPUs/ports at one ts
     outer: str  # SQL aggregate of the inner values over the bucket's timestamps: avg, sum, min, max
     unit: str
@@ -51,33 +52,33 @@ class MetricSpec:
 
 HEATMAP_METRICS: dict[str, MetricSpec] = {
     # mean utilisation of the node's GPUs, percent
-    "gpu_util": MetricSpec("gpu", "avg(util)", "avg", "%", "low", "util", "util",
+    "gpu_util": MetricSpec(Family.GPU, "avg(util)", "avg", "%", "low", "util", "util",
                            "GPU util (reported)"),
     # mean tensor-core activity of the node's GPUs, ratio 0..1
-    "tensor_active": MetricSpec("gpu", "avg(tensor)", "avg", "ratio", "low", "tensor", "tensor",
+    "tensor_active": MetricSpec(Family.GPU, "avg(tensor)", "avg", "ratio", "low", "tensor", "tensor",
                                 "Tensor active (real)"),
     # mean of (util/100 − tensor) over GPUs: "busy" GPUs whose tensor cores idle (ingest/drift.py)
-    "drift": MetricSpec("gpu", "avg(util / 100.0 - tensor)", "avg", "ratio", "high",
+    "drift": MetricSpec(Family.GPU, "avg(util / 100.0 - tensor)", "avg", "ratio", "high",
                         "util / 100.0 - tensor", "drift", "Drift (util − tensor)"),
     # NVLink bytes/s summed over the node's GPUs
-    "nvlink_bw": MetricSpec("gpu", "sum(nvlink_bw)", "avg", "B/s", "low", "nvlink_bw", "nvlink_bw",
+    "nvlink_bw": MetricSpec(Family.GPU, "sum(nvlink_bw)", "avg", "B/s", "low", "nvlink_bw", "nvlink_bw",
                             "NVLink bandwidth"),
     # NVLink error increases (all four counters) summed over GPUs and over the bucket
-    "nvlink_errors": MetricSpec("gpu", f"sum({NVLINK_ERROR_SUM})", "sum", "errors", "high",
+    "nvlink_errors": MetricSpec(Family.GPU, f"sum({NVLINK_ERROR_SUM})", "sum", "errors", "high",
                                 NVLINK_ERROR_SUM, "nvlink_errors", "NVLink errors"),
     # IB transmit / receive bytes/s summed over the node's ports
-    "ib_tx": MetricSpec("ib", "sum(tx_bytes)", "avg", "B/s", "low", "tx_bytes", "ib_tx",
+    "ib_tx": MetricSpec(Family.IB, "sum(tx_bytes)", "avg", "B/s", "low", "tx_bytes", "ib_tx",
                         "IB transmit throughput"),
-    "ib_rx": MetricSpec("ib", "sum(rx_bytes)", "avg", "B/s", "low", "rx_bytes", "ib_rx",
+    "ib_rx": MetricSpec(Family.IB, "sum(rx_bytes)", "avg", "B/s", "low", "rx_bytes", "ib_rx",
                         "IB receive throughput"),
     # xmit_wait ticks/s summed over ports (congestion)
-    "ib_xmit_wait": MetricSpec("ib", "sum(xmit_wait)", "avg", "ticks/s", "high", "xmit_wait",
+    "ib_xmit_wait": MetricSpec(Family.IB, "sum(xmit_wait)", "avg", "ticks/s", "high", "xmit_wait",
                                "ib_xmit_wait", "IB xmit_wait"),
     # the six IB error counters' increases summed over ports and over the bucket
-    "ib_errors": MetricSpec("ib", f"sum({IB_ERROR_SUM})", "sum", "errors", "high", IB_ERROR_SUM,
+    "ib_errors": MetricSpec(Family.IB, f"sum({IB_ERROR_SUM})", "sum", "errors", "high", IB_ERROR_SUM,
                             "ib_errors", "IB error increases"),
     # active ports (state 4) of the node; the bucket shows its minimum (a flap shows)
-    "ib_state": MetricSpec("ib", "count(*) FILTER (WHERE state = 4)", "min", "ports", "low",
+    "ib_state": MetricSpec(Family.IB, "count(*) FILTER (WHERE state = 4)", "min", "ports", "low",
                            "CASE WHEN state = 4 THEN 1 ELSE 0 END", "active_ports", "IB active ports"),
 }  # fmt: skip
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ingest.models.choices import Family
+
 from .base import BaseRule, Param, RuleSettings, register
 from .data import Detail, EvaluationData, Signal
 from .series import duration, intervals_signal, iso, median
@@ -20,7 +22,7 @@ class CheckpointStale(BaseRule):
 
     id = "checkpoint_stale"
     needs = ("runs",)
-    family = "checkpoints"
+    family = Family.CHECKPOINTS
     scope = ("namespace", "run")
     severity = "warning"
     params = (

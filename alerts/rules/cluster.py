@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 
+from ingest.models.choices import Family
+
 from .base import BaseRule, Param, RuleSettings, register
 from .data import Detail, EvaluationData, Signal
 from .series import duration, intervals_signal, iso
@@ -23,7 +25,7 @@ class NodeMetricsMissing(BaseRule):
 
     id = "node_metrics_missing"
     needs = ("gpu_times", "throughput", "last_seen")
-    family = "gpu"
+    family = Family.GPU
     scope = ("node",)
     severity = "critical"
     params = (

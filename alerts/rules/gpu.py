@@ -9,6 +9,7 @@ from operator import attrgetter
 from typing import Any
 
 from ingest.drift import HUNG_GPU
+from ingest.models.choices import Family
 
 from .base import BaseRule, Param, RuleSettings, register
 from .data import Detail, EvaluationData, GoneXid, GpuPoint, NvlinkPoint, Signal, XidPoint
@@ -47,7 +48,7 @@ class TensorDrift(BaseRule):
 
     id = "gpu_tensor_drift"
     needs = ("gpu", "assignments")
-    family = "gpu"
+    family = Family.GPU
     scope = ("node", "gpu")
     severity = "critical"
     for_seconds = 600
@@ -166,7 +167,7 @@ class GpuXid(BaseRule):
 
     id = "gpu_xid"
     needs = ("xids", "xid_gone")
-    family = "gpu"
+    family = Family.GPU
     scope = ("node", "gpu")
     severity = "critical"
     params = (
@@ -289,7 +290,7 @@ class NvlinkErrors(BaseRule):
 
     id = "nvlink_errors"
     needs = ("nvlink",)
-    family = "gpu"
+    family = Family.GPU
     scope = ("node", "gpu")
     severity = "warning"
     params = (

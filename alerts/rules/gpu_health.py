@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator
 from operator import attrgetter
 from typing import Any
 
+from ingest.models.choices import Family
+
 from .base import BaseRule, Param, RuleSettings, register
 from .data import Detail, EvaluationData, GpuHealthPoint, Signal
 from .series import Allocations, duration, group, iso, streak_start
@@ -62,7 +64,7 @@ class _FlagRule(BaseRule):
     """
 
     needs = ("gpu_health",)
-    family = "gpu"
+    family = Family.GPU
     scope = ("node", "gpu")
     verdict = Verdict.DEGRADED
     next_step = ""
@@ -176,7 +178,7 @@ class GpuThrottle(BaseRule):
 
     id = "gpu_throttle"
     needs = ("gpu_health", "assignments")
-    family = "gpu"
+    family = Family.GPU
     scope = ("node", "gpu")
     severity = "warning"
     for_seconds = 300
@@ -237,7 +239,7 @@ class GpuPcieReplay(BaseRule):
 
     id = "gpu_pcie_replay"
     needs = ("gpu_health",)
-    family = "gpu"
+    family = Family.GPU
     scope = ("node", "gpu")
     severity = "warning"
     params = (

@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from operator import attrgetter
 from typing import Any
 
+from ingest.models.choices import Family
+
 from .base import BaseRule, Param, RuleSettings, register
 from .data import Detail, EvaluationData, IbErrorPoint, Signal
 from .series import duration, group, iso
@@ -39,7 +41,7 @@ class IbPortErrors(BaseRule):
 
     id = "ib_port_errors"
     needs = ("ib_errors", "leaf_switches")
-    family = "ib"
+    family = Family.IB
     scope = ("node", "device", "port")
     severity = "critical"
     params = (
@@ -148,7 +150,7 @@ class IbLinkFlap(BaseRule):
 
     id = "ib_link_flap"
     needs = ("ib_errors", "leaf_switches", "ib_last")
-    family = "ib"
+    family = Family.IB
     scope = ("node", "device", "port")
     severity = "critical"
     params = (Param("window_seconds", int, 900, "how long a flap keeps the condition true"),)
@@ -211,7 +213,7 @@ class IbCounterSaturated(BaseRule):
 
     id = "ib_counter_saturated"
     needs = ("ib", "leaf_switches")
-    family = "ib"
+    family = Family.IB
     scope = ("node", "device", "port")
     severity = "warning"
 

@@ -35,6 +35,8 @@ from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ingest.models.choices import Family
+
 from .base import BaseRule, Param, RuleSettings, register
 from .data import Detail, EvaluationData, IbPoint, Signal
 from .ib import PORT_KEY, port_labels
@@ -110,7 +112,7 @@ class IbCongestion(BaseRule):
 
     id = "ib_congestion"
     needs = ("ib", "throughput", "assignments", "ib_ports")
-    family = "ib"
+    family = Family.IB
     scope = ("node", "device", "port")  # or ("leaf_switch",), or ("namespace", "run")
     severity = "warning"
     for_seconds = 300

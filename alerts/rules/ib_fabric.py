@@ -6,6 +6,8 @@ import math
 from collections import defaultdict
 from collections.abc import Iterator
 
+from ingest.models.choices import Family
+
 from .base import BaseRule, Param, RuleSettings, register
 from .data import Detail, EvaluationData, Signal
 from .series import Allocations, median_excluding
@@ -23,7 +25,7 @@ class IbStraggler(BaseRule):
 
     id = "ib_straggler"
     needs = ("throughput", "assignments")
-    family = "ib"
+    family = Family.IB
     scope = ("node", "namespace", "run")
     severity = "warning"
     for_seconds = 300
@@ -97,7 +99,7 @@ class IbSwitchFault(BaseRule):
 
     id = "ib_switch_fault"
     needs = ()
-    family = "ib"
+    family = Family.IB
     scope = ("leaf_switch",)
     severity = "critical"
     keep_firing_for_seconds = 300

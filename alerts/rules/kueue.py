@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from operator import attrgetter
 
+from ingest.models.choices import Family
+
 from .base import BaseRule, Param, RuleSettings, register
 from .data import Detail, EvaluationData, Signal
 from .series import duration, group, streak_start
@@ -21,7 +23,7 @@ class KueueQueueStalled(BaseRule):
 
     id = "kueue_queue_stalled"
     needs = ("kueue",)
-    family = "kueue"
+    family = Family.KUEUE
     scope = ("cluster_queue",)
     severity = "warning"
     for_seconds = 900

@@ -14,7 +14,6 @@ from django.test import Client
 from dashboard import summaries
 from dashboard.api import serialize
 from dashboard.rounding import compact
-from ingest.models import Node
 from tests.ingest.test_node_tiles import T0, util, write_as_ingest
 from tests.support.clock import forget_cached, pinned
 
@@ -30,10 +29,9 @@ def keep_tiles(settings) -> None:  # noqa: ANN001
 
 def per_family(name: str, start, end, step: int) -> tuple[dict, dict]:  # noqa: ANN001
     """The node's columns as the page read them before: each family on its own."""
-    node = Node.objects.get(name=name)
     return (
-        serialize.series_block(summaries.node_gpus(node, start, end, step)),
-        serialize.series_block(summaries.node_ports(node, start, end, step)),
+        serialize.series_block(summaries.node_gpus(name, start, end, step)),
+        serialize.series_block(summaries.node_ports(name, start, end, step)),
     )
 
 
