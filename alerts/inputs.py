@@ -20,6 +20,7 @@ from typing import Any
 
 from django.conf import settings
 
+from core import clock
 from ingest.models.choices import Family
 from ingest.selectors import rule_inputs
 from runs.selectors import alerting as run_reads
@@ -117,7 +118,7 @@ def fetch(
     (backtests) widens every window by that many seconds. ``extra``: more settings per rule
     (per-pool / per-GPU-model overrides) whose look-backs and prefilters are covered too.
     """
-    now = time.time() if now is None else now
+    now = clock.now().timestamp() if now is None else now  # the one clock (tests pin it)
     LAST_TIMINGS.clear()
     gap = max_gap_seconds()
     cursors = rule_inputs.cursors()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from io import StringIO
 
 import pytest
@@ -11,9 +13,18 @@ from django.core.management import CommandError, call_command
 from alerts import hooks
 from alerts.models import Alert
 from tests.alerts import seed
+from tests.support.clock import pinned
 
 pytestmark = pytest.mark.django_db
 NOW = float(int(time.time() // 30) * 30)
+
+
+@pytest.fixture(autouse=True)
+def _evaluations_now() -> Iterator[None]:
+    """Evaluations read ``core.clock``: pinned at NOW, however long after import a test runs
+    (NOW is taken at import; the wall clock would make the seeded cursors look stale)."""
+    with pinned(datetime.fromtimestamp(NOW, UTC)):
+        yield
 
 
 def test_evaluate_alerts_command_evaluates_once() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -17,9 +19,20 @@ from alerts.services import evaluate
 from ingest.models import Node
 from tests.alerts import seed
 from tests.alerts.test_services import drift
+from tests.support.clock import pinned
 
 pytestmark = pytest.mark.django_db
 NOW = float(int(time.time() // 30) * 30)
+
+
+@pytest.fixture(autouse=True)
+def _evaluations_now() -> Iterator[None]:
+    """Evaluations read ``core.clock``: pinned at NOW, however long after import a test runs
+    (NOW is taken at import; the wall clock would make the seeded cursors look stale)."""
+    with pinned(datetime.fromtimestamp(NOW, UTC)):
+        yield
+
+
 H100 = "NVIDIA H100 80GB HBM3"
 
 

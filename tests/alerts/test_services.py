@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from datetime import timedelta
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -12,9 +13,18 @@ from alerts.rules.series import iso
 from alerts.services import evaluate
 from alerts.silences import create_silence, expire_silence, node_matchers
 from tests.alerts import seed
+from tests.support.clock import pinned
 
 pytestmark = pytest.mark.django_db
 NOW = float(int(time.time() // 30) * 30)
+
+
+@pytest.fixture(autouse=True)
+def _evaluations_now() -> Iterator[None]:
+    """Evaluations read ``core.clock``: pinned at NOW, however long after import a test runs
+    (NOW is taken at import; the wall clock would make the seeded cursors look stale)."""
+    with pinned(datetime.fromtimestamp(NOW, UTC)):
+        yield
 
 
 def drift(start: float, end: float, gpu: int = 3):
