@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .rules.data import Detail, Signal
+from .states import ACTIVE_STATES, AlertState
 
 
 class Streak(NamedTuple):
@@ -105,7 +106,7 @@ def finding_for(
             rule,
             signal.labels,
             signal.extra,
-            "firing",
+            AlertState.FIRING,
             last_episode.since,
             last_episode.fired_at,
             last_episode.until,
@@ -117,7 +118,7 @@ def finding_for(
             rule,
             signal.labels,
             signal.extra,
-            "pending",
+            AlertState.PENDING,
             last_streak.since,
             None,
             last_streak.until,
@@ -129,7 +130,7 @@ def finding_for(
             rule,
             signal.labels,
             signal.extra,
-            "inactive",
+            AlertState.INACTIVE,
             last_episode.since,
             last_episode.fired_at,
             last_episode.until,
@@ -140,7 +141,7 @@ def finding_for(
         rule,
         signal.labels,
         signal.extra,
-        "inactive",
+        AlertState.INACTIVE,
         last_streak.since,
         None,
         last_streak.until,
@@ -175,29 +176,35 @@ def decide(
     tracked: Tracked | None, finding: Finding | None, as_of: float, keep_seconds: float
 ) -> Decision:
     """The transition of one fingerprint, given its stored alert (if any) and the data's finding."""
-    if finding is not None and finding.state in ("firing", "pending"):
+    if finding is not None and finding.state in ACTIVE_STATES:
         if tracked is None:
             return Decision(None, None, finding.state, True, finding.until)
         same_episode = finding.since <= tracked.last_match_at + keep_seconds
-        if tracked.state == "firing" and same_episode:
-            return Decision(None, None, "firing", False, max(finding.until, tracked.last_match_at))
-        if tracked.state == "pending" and finding.since <= tracked.last_match_at:
+        if tracked.state == AlertState.FIRING and same_episode:
+            return Decision(
+                None, None, AlertState.FIRING, False, max(finding.until, tracked.last_match_at)
+            )
+        if tracked.state == AlertState.PENDING and finding.since <= tracked.last_match_at:
             return Decision(None, None, finding.state, False, finding.until)
-        close_as = "resolved" if tracked.state == "firing" else "inactive"
-        closed_at = tracked.last_match_at + (keep_seconds if close_as == "resolved" else 0.0)
+        close_as = (
+            AlertState.RESOLVED if tracked.state == AlertState.FIRING else AlertState.INACTIVE
+        )
+        closed_at = tracked.last_match_at + (
+            keep_seconds if close_as == AlertState.RESOLVED else 0.0
+        )
         return Decision(close_as, min(closed_at, as_of), finding.state, True, finding.until)
     if tracked is None:
         return NOTHING
     last_match = max(
         tracked.last_match_at, finding.until if finding is not None else tracked.last_match_at
     )
-    if tracked.state == "pending":
-        return Decision("inactive", last_match, None, False, last_match)
+    if tracked.state == AlertState.PENDING:
+        return Decision(AlertState.INACTIVE, last_match, None, False, last_match)
     if as_of - last_match < keep_seconds:
-        return Decision(None, None, "firing", False, last_match)
+        return Decision(None, None, AlertState.FIRING, False, last_match)
     resolved = (
         finding.resolved_at
         if finding is not None and finding.resolved_at
         else last_match + keep_seconds
     )
-    return Decision("resolved", min(resolved, as_of), None, False, last_match)
+    return Decision(AlertState.RESOLVED, min(resolved, as_of), None, False, last_match)

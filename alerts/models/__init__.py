@@ -6,13 +6,11 @@ delivery work. Both are re-exported here so Django finds every model.
 
 from __future__ import annotations
 
+from ..states import ACTIVE_STATES, AlertState, EventKind
 from .core import (
-    ACTIVE_STATES,
     Alert,
     AlertEvent,
-    AlertState,
     Evaluation,
-    EventKind,
     RuleConfig,
     Severity,
     Silence,

@@ -20,37 +20,7 @@ from ingest.models import Node
 
 from ..matchers import describe_matchers
 from ..severity import Severity
-
-
-class AlertState(models.TextChoices):
-    """Alert lifecycle (Prometheus semantics).
-
-    ``pending``: the condition holds but not yet for the rule's ``for``.
-    ``firing``: it held for ``for`` (and is kept for ``keep_firing_for`` after it stops).
-    ``resolved``: it fired and has ended. ``inactive``: it was pending and stopped
-    before ``for`` elapsed: it never fired and is never notified.
-    """
-
-    PENDING = "pending", "Pending"
-    FIRING = "firing", "Firing"
-    RESOLVED = "resolved", "Resolved"
-    INACTIVE = "inactive", "Inactive (never fired)"
-
-
-ACTIVE_STATES = (AlertState.PENDING, AlertState.FIRING)
-
-
-class EventKind(models.TextChoices):
-    """What an ``AlertEvent`` records."""
-
-    PENDING = "pending", "Became pending"
-    FIRING = "firing", "Started firing"
-    RESOLVED = "resolved", "Resolved"
-    INACTIVE = "inactive", "Stopped before firing"
-    SILENCED = "silenced", "Silenced"
-    UNSILENCED = "unsilenced", "Silence ended"
-    INHIBITED = "inhibited", "Inhibited"
-    UNINHIBITED = "uninhibited", "Inhibition ended"
+from ..states import AlertState, EventKind
 
 
 class RuleConfig(models.Model):
