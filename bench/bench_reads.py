@@ -349,7 +349,7 @@ def main() -> None:
         workdir = args.workdir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
         workdir.mkdir(parents=True, exist_ok=True)
         if args.head:
-            from bench._remote_write import head_prometheus
+            from tests.support.remote_write import head_prometheus
 
             prometheus, end = head_prometheus(args.nodes, args.minutes, workdir, say)
         else:

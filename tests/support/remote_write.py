@@ -1,22 +1,28 @@
-"""A Prometheus whose history is in its head: the simulator's samples sent by remote write.
+"""Samples into a Prometheus' head by remote write (``--web.enable-remote-write-receiver``).
 
-``bench_reads --head`` uses it: a live Prometheus serves a steady-state cycle's window from
-its head (labels, postings and the open chunks in memory), not from backfilled blocks. The
-history (at most ~1 h, so that it stays in the head) is written to an OpenMetrics file as
-for promtool, parsed here, and sent series by series in time order to
-``/api/v1/write`` (``--web.enable-remote-write-receiver``).
+A live Prometheus serves a steady-state cycle's window from its head (labels, postings and
+the open chunks in memory, the WAL replayed after a restart), not from backfilled blocks:
+``bench_reads --head`` and tests/conformance/test_read_paths.py write their history there.
+An OpenMetrics file (as for promtool) is parsed and sent series by series in time order to
+``/api/v1/write``; a value of ``STALE_NAN`` is a staleness marker, as a live scrape writes.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+import struct
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import cramjam
 import requests
 
 from ingest.remote_read import PROMPB
+from ingest.xor_chunks import STALE_NAN_BITS
+
+#: Prometheus' staleness marker (value.StaleNaN).
+STALE_NAN: float = struct.unpack("d", struct.pack("Q", STALE_NAN_BITS))[0]
+SeriesKey = tuple[tuple[str, str], ...]
 
 _LINE = re.compile(r"([A-Za-z_:][\w:]*)(?:\{(.*)\})? (\S+) (\S+)$")
 _LABEL = re.compile(r'([A-Za-z_]\w*)="((?:[^"\\]|\\.)*)"')
@@ -27,9 +33,9 @@ WRITE_HEADERS = {
 }
 
 
-def series_of(openmetrics: Path) -> dict[tuple[tuple[str, str], ...], list[tuple[int, float]]]:
+def series_of(openmetrics: Path) -> dict[SeriesKey, list[tuple[int, float]]]:
     """Each series' labels (``__name__`` first) and its (ms, value) samples, in file order."""
-    found: dict[tuple[tuple[str, str], ...], list[tuple[int, float]]] = {}
+    found: dict[SeriesKey, list[tuple[int, float]]] = {}
     with openmetrics.open() as lines:
         for line in lines:
             match = _LINE.match(line.rstrip("\n"))
@@ -41,10 +47,12 @@ def series_of(openmetrics: Path) -> dict[tuple[tuple[str, str], ...], list[tuple
     return found
 
 
-def write_requests(openmetrics: Path, per_request: int = 5000) -> Iterator[bytes]:
+def write_requests(
+    series: Mapping[SeriesKey, list[tuple[int, float]]], per_request: int = 5000
+) -> Iterator[bytes]:
     """Snappy-compressed ``WriteRequest`` bodies of ``per_request`` series each."""
     body: list[bytes] = []
-    for labels, samples in series_of(openmetrics).items():
+    for labels, samples in series.items():
         series = PROMPB["TimeSeries"]()
         for name, value in sorted(labels):
             series.labels.add(name=name, value=value)
@@ -59,11 +67,11 @@ def write_requests(openmetrics: Path, per_request: int = 5000) -> Iterator[bytes
         yield bytes(cramjam.snappy.compress_raw(b"".join(body)))
 
 
-def remote_write(url: str, openmetrics: Path) -> int:
-    """Send every series of the file to ``url``'s remote-write receiver; returns requests sent."""
+def remote_write(url: str, series: Mapping[SeriesKey, list[tuple[int, float]]]) -> int:
+    """Send every series to ``url``'s remote-write receiver; returns the requests sent."""
     sent = 0
     with requests.Session() as session:
-        for body in write_requests(openmetrics):
+        for body in write_requests(series):
             response = session.post(
                 f"{url}/api/v1/write", data=body, headers=WRITE_HEADERS, timeout=300
             )
@@ -109,7 +117,7 @@ def head_prometheus(nodes: int, minutes: int, workdir: Path, say) -> tuple[objec
         config, tsdb, extra_args=("--web.enable-remote-write-receiver",)
     ).start(timeout=300)
     began = time.perf_counter()
-    sent = remote_write(prometheus.url, history)
+    sent = remote_write(prometheus.url, series_of(history))
     history.unlink()
     say(
         f"set-up: remote write into the head, {sent} requests in {time.perf_counter() - began:.0f} s"
