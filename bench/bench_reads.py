@@ -307,6 +307,9 @@ def measure(args: argparse.Namespace, url: str, end: float, prometheus_pid: int)
     until = datetime.fromtimestamp(end - 60, UTC)
     window = (until - timedelta(seconds=STEP), until, float(STEP))
     runs = variants(client_for, queries, names, window)
+    if args.variants:
+        wanted = set(args.variants.split(","))
+        runs = {name: run for name, run in runs.items() if name.split()[0] in wanted | {"0"}}
     runs["0 today as ingest: query_range + fold"]()  # warm Prometheus' page cache and ours
     results: dict[str, list[tuple[float, ...]]] = {name: [] for name in runs}
     for _ in range(args.rounds):
@@ -339,6 +342,7 @@ def main() -> None:
     parser.add_argument("--minutes", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workdir", type=Path, default=None, help="keep the history TSDB here")
+    parser.add_argument("--variants", default="", help="only these line numbers (0 always)")
     parser.add_argument("--no-decode", action="store_true", help="skip the decode-only lines")
     parser.add_argument(
         "--head", action="store_true", help="history by remote write into the head, not blocks"

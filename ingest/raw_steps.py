@@ -27,8 +27,9 @@ from dataclasses import dataclass
 
 from .remote_read import matchers
 
-#: A raw series: its labels and (ms, value) samples in time order; value None = stale marker.
-KeptSeries = tuple[dict[str, str], list[tuple[int, float | None]]]
+#: A raw series: its labels ((name, value), sorted by name, as remote read sends them) and
+#: (ms, value) samples in time order; value None = a staleness marker.
+KeptSeries = tuple[Sequence[tuple[str, str]], list[tuple[int, float | None]]]
 _MAX_BY = re.compile(r"\s*max by \(([\w\s,]*)\) \((.*)\)\s*", re.DOTALL)
 _TIMESTAMP = re.compile(r"\s*timestamp\((.*)\)\s*", re.DOTALL)
 _EITHER = re.compile(r"\s*\((.*) or (.*)\)\s*", re.DOTALL)
@@ -98,23 +99,34 @@ def step_answer(
     series of each of its selectors (``raw[i]`` for ``query.selectors[i]``)."""
     groups: dict[tuple[tuple[str, str], ...], dict[int, float]] = {}
     taken: set[tuple[tuple[tuple[str, str], ...], int]] = set()
+    shared: set[tuple[tuple[str, str], ...]] = set()
+    by, either = query.by, len(raw) > 1
     for position, series_list in enumerate(raw):
         seen_here: set[tuple[tuple[tuple[str, str], ...], int]] = set()
-        for labels, samples in series_list:
-            identity = tuple(sorted((k, v) for k, v in labels.items() if k != "__name__"))
-            key = tuple((label, labels[label]) for label in query.by if label in labels)
-            at = groups.setdefault(key, {})
+        for pairs, samples in series_list:
+            labels = dict(pairs)
+            key = tuple([(label, labels[label]) for label in by if label in labels])
+            identity = tuple([p for p in pairs if p[0] != "__name__"]) if either else ()
+            at = groups.get(key)
+            if at is None:
+                at = groups[key] = {}
+            elif at:
+                shared.add(key)  # two series in one group: its steps may come out of order
             for ts, t, value in at_steps(samples, times, lookback_ms, closed):
-                if position and (identity, ts) in taken:
-                    continue  # ``a or b``: a's series wins at this step
-                seen_here.add((identity, ts))
+                if either:
+                    if position and (identity, ts) in taken:
+                        continue  # ``a or b``: a's series wins at this step
+                    seen_here.add((identity, ts))
                 number = t / 1000 if query.timestamps else value
                 old = at.get(ts)
-                if old is None or old < number or old != old:
+                if old is None or old < number or old != old:  # noqa: PLR0124 - NaN gives way
                     at[ts] = number
         taken |= seen_here
     return [
-        {"metric": dict(key), "values": [(ts / 1000, at[ts]) for ts in sorted(at)]}
+        {
+            "metric": dict(key),
+            "values": [(ts / 1000, at[ts]) for ts in (sorted(at) if key in shared else at)],
+        }
         for key, at in groups.items()
         if at
     ]

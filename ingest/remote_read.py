@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import cramjam
@@ -309,27 +309,34 @@ def read_response(body: bytes, max_bytes: int) -> object:
 
 
 KeptSamples = list[tuple[int, float | None]]
+KeptSeries = tuple[list[tuple[str, str]], KeptSamples]
 
 
-def decode_kept(body: bytes, max_bytes: int) -> list[list[tuple[Labels, KeptSamples]]]:
-    """Per query of a ``SAMPLES`` answer, its series with every sample as sent: (ms, value),
-    NaN and ±Inf kept, a staleness marker as None (``ingest.raw_steps`` needs them all)."""
+def decode_tails(body: bytes, max_bytes: int, firsts: Sequence[int]) -> list[list[KeptSeries]]:
+    """Per query of a ``SAMPLES`` answer, its series (labels as sent, sorted by name) with
+    their samples from the newest one at or before ``firsts[query]`` (ms) on, as sent: NaN
+    and ±Inf kept, a staleness marker as None (``ingest.raw_steps`` needs them all). Older
+    samples are not looked at: a range query's first step sees nothing before its newest."""
     response = read_response(body, max_bytes)
     answers = []
-    for result in response.results:  # type: ignore[attr-defined]
+    for result, first in zip(response.results, firsts, strict=False):  # type: ignore[attr-defined]
         found = []
         for series in result.timeseries:
-            samples: KeptSamples = [
-                (sample.timestamp, None if _is_stale(sample.value) else sample.value)
-                for sample in series.samples
+            samples = series.samples
+            index = len(samples) - 1
+            while index > 0 and samples[index].timestamp > first:
+                index -= 1
+            tail: KeptSamples = [
+                (sample.timestamp, None if _is_stale(v := sample.value) else v)
+                for sample in samples[max(index, 0) :]
             ]
-            found.append(({label.name: label.value for label in series.labels}, samples))
+            found.append(([(label.name, label.value) for label in series.labels], tail))
         answers.append(found)
     return answers
 
 
 def _is_stale(value: float) -> bool:
-    return value != value and struct.pack("d", value) == _STALE_NAN
+    return value != value and struct.pack("d", value) == _STALE_NAN  # noqa: PLR0124 - NaN test
 
 
 def read_request_of(

@@ -29,8 +29,8 @@ from .prometheus import (
     PrometheusUnavailable,
     RemoteReadUnsupported,
 )
-from .raw_steps import StepQuery, grid, step_answer, step_query
-from .remote_read import SAMPLES, RemoteReadError, decode_kept, matchers, read_request_of
+from .raw_steps import KeptSeries, StepQuery, grid, step_answer, step_query
+from .remote_read import SAMPLES, RemoteReadError, decode_tails, matchers, read_request_of
 
 log = logging.getLogger(__name__)
 LOOKBACK_MS = round(PROMETHEUS_LOOKBACK_SECONDS * 1000)
@@ -156,25 +156,25 @@ def _raw_results(
         raise client._error(PrometheusError, str(exc)) from None
     name = " ".join(s for plan in plans for s in plan[3])[:200]
     body, _type = client._guarded(lambda: client._post_read(request, name))  # type: ignore[misc]
-    raw = _decoded(client, body, name)
-    if len(raw) != sum(len(plan[3]) for plan in plans):
+    firsts = [times[0] for _q, times, _first, scoped in plans for _s in scoped]
+    raw = _decoded(client, body, name, firsts)
+    if len(raw) != len(firsts):
         raise client._error(PrometheusError, f"remote read answered {len(raw)} queries for {name}")
     answers: list[object] = []
-    for query, times, first_ms, scoped in plans:
+    for query, times, _first_ms, scoped in plans:
         mine, raw = raw[: len(scoped)], raw[len(scoped) :]
-        # The server sends samples of [first, end] (both inclusive); keep (first, end].
-        kept = [[(labels, [s for s in samples if s[0] > first_ms]) for labels, samples in series]
-                for series in mine]  # fmt: skip
-        answers.append(step_answer(query, kept, times, LOOKBACK_MS, closed))
+        answers.append(step_answer(query, mine, times, LOOKBACK_MS, closed))
     return answers
 
 
-def _decoded(client: PrometheusClient, body: bytes, name: str) -> list:  # type: ignore[type-arg]
+def _decoded(
+    client: PrometheusClient, body: bytes, name: str, firsts: list[int]
+) -> list[list[KeptSeries]]:
     """The series of each query of a ``SAMPLES`` answer; over the size cap: ``AnswerTooLarge``."""
     try:
         size = cramjam.snappy.decompress_raw_len(body)
     except cramjam.DecompressionError:
-        size = 0  # decode_kept says what is wrong with it
+        size = 0  # decode_tails says what is wrong with it
     if size > client.max_bytes:
         raise client._error(
             AnswerTooLarge,
@@ -182,7 +182,7 @@ def _decoded(client: PrometheusClient, body: bytes, name: str) -> list:  # type:
             f"{client.max_bytes}) for {name}",
         )
     try:
-        return decode_kept(body, client.max_bytes)
+        return decode_tails(body, client.max_bytes, firsts)
     except RemoteReadError as exc:
         raise client._error(
             PrometheusError, f"malformed remote-read answer ({exc}) for {name}"

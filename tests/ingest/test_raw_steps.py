@@ -63,9 +63,9 @@ def test_max_by_groups_and_a_nan_gives_way() -> None:
     query = StepQuery(("node",), ("m",))
     raw = [
         [
-            ({"__name__": "m", "node": "a", "gpu": "0"}, [(0, NAN), (30_000, 5.0)]),
-            ({"__name__": "m", "node": "a", "gpu": "1"}, [(0, 2.0), (30_000, 7.0)]),
-            ({"__name__": "m", "node": "b", "gpu": "0"}, [(0, NAN)]),
+            ([("__name__", "m"), ("gpu", "0"), ("node", "a")], [(0, NAN), (30_000, 5.0)]),
+            ([("__name__", "m"), ("gpu", "1"), ("node", "a")], [(0, 2.0), (30_000, 7.0)]),
+            ([("__name__", "m"), ("gpu", "0"), ("node", "b")], [(0, NAN)]),
         ]
     ]
     answer = step_answer(query, raw, [0, 30_000], LOOKBACK, closed=True)
@@ -77,10 +77,10 @@ def test_max_by_groups_and_a_nan_gives_way() -> None:
 def test_or_keeps_the_first_selectors_series_where_both_have_one() -> None:
     query = StepQuery(("node",), ("new", "old"))
     raw = [
-        [({"__name__": "new", "node": "a"}, [(30_000, 1.0)])],
+        [([("__name__", "new"), ("node", "a")], [(30_000, 1.0)])],
         [
-            ({"__name__": "old", "node": "a"}, [(0, 9.0), (30_000, 9.0)]),
-            ({"__name__": "old", "node": "b"}, [(0, 3.0)]),
+            ([("__name__", "old"), ("node", "a")], [(0, 9.0), (30_000, 9.0)]),
+            ([("__name__", "old"), ("node", "b")], [(0, 3.0)]),
         ],
     ]
     assert step_answer(query, raw, [0, 30_000], LOOKBACK, closed=True) == [
@@ -93,8 +93,8 @@ def test_timestamp_is_the_samples_own_time() -> None:
     query = StepQuery(("node",), ("m",), timestamps=True)
     raw = [
         [
-            ({"__name__": "m", "node": "a", "gpu": "0"}, [(10_000, 1.0)]),
-            ({"__name__": "m", "node": "a", "gpu": "1"}, [(20_000, 1.0)]),
+            ([("__name__", "m"), ("gpu", "0"), ("node", "a")], [(10_000, 1.0)]),
+            ([("__name__", "m"), ("gpu", "1"), ("node", "a")], [(20_000, 1.0)]),
         ]
     ]
     assert step_answer(query, raw, [30_000, 60_000], LOOKBACK, closed=True) == [
