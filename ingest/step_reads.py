@@ -29,8 +29,15 @@ from .prometheus import (
     PrometheusUnavailable,
     RemoteReadUnsupported,
 )
-from .raw_steps import KeptSeries, StepQuery, grid, step_answer, step_query
-from .remote_read import SAMPLES, RemoteReadError, decode_tails, matchers, read_request_of
+from .raw_steps import StepQuery, grid, step_answer, step_query
+from .remote_read import (
+    SAMPLES,
+    KeptSeries,
+    RemoteReadError,
+    decode_tails,
+    matchers,
+    read_request_of,
+)
 
 log = logging.getLogger(__name__)
 LOOKBACK_MS = round(PROMETHEUS_LOOKBACK_SECONDS * 1000)
@@ -155,7 +162,8 @@ def _raw_results(
     except ValueError as exc:
         raise client._error(PrometheusError, str(exc)) from None
     name = " ".join(s for plan in plans for s in plan[3])[:200]
-    body, _type = client._guarded(lambda: client._post_read(request, name))  # type: ignore[misc]
+    answer: tuple[bytes, str] = client._guarded(lambda: client._post_read(request, name))  # type: ignore[assignment]
+    body = answer[0]
     firsts = [times[0] for _q, times, _first, scoped in plans for _s in scoped]
     raw = _decoded(client, body, name, firsts)
     if len(raw) != len(firsts):

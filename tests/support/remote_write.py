@@ -53,12 +53,12 @@ def write_requests(
     """Snappy-compressed ``WriteRequest`` bodies of ``per_request`` series each."""
     body: list[bytes] = []
     for labels, samples in series.items():
-        series = PROMPB["TimeSeries"]()
-        for name, value in sorted(labels):
-            series.labels.add(name=name, value=value)
+        message = PROMPB["TimeSeries"]()
+        for name, label_value in sorted(labels):
+            message.labels.add(name=name, value=label_value)
         for ms, value in sorted(samples):
-            series.samples.add(timestamp=ms, value=value)
-        encoded = series.SerializeToString()
+            message.samples.add(timestamp=ms, value=value)
+        encoded = message.SerializeToString()
         body.append(b"\x0a" + _uvarint(len(encoded)) + encoded)  # WriteRequest.timeseries = 1
         if len(body) == per_request:
             yield bytes(cramjam.snappy.compress_raw(b"".join(body)))
