@@ -1,25 +1,34 @@
 """Read benchmark: what one steady-state ingest cycle's reads cost Prometheus and ClusterWatch.
 
     python bench/bench_reads.py [--nodes 4096] [--minutes 4] [--rounds 3] [--workdir DIR]
+                                [--head] [--variants 8,6] [--no-decode]
 
 A simulator history of every metric the GPU and IB families read (bench_scale's set-up:
 ``--minutes`` at a 30 s step, backfilled into a Prometheus of its own; ``--workdir`` keeps
-the TSDB) is read for one cycle's window (one 30 s step) in four ways, each ``--rounds``
-times in turn (the median is printed):
+the TSDB; ``--head``: remote-written into a fresh Prometheus' head instead, as a live
+Prometheus holds its last hours) is read for one cycle's window (one 30 s step) in several
+ways, each ``--rounds`` times in turn (the median is printed; ``--variants`` picks lines):
 
-1. today's reads: the ``query_range`` of every GPU and IB column (and XID) that ingest makes,
-   decoded with orjson (``decode``), from each column's fetch start to the window end;
-2. the same metrics' raw series via ``read_raw`` over remote read, ``STREAMED_XOR_CHUNKS``;
-3. the same via remote read, ``SAMPLES`` (Prometheus decodes the chunks; what a short
-   window asks for first);
-4. the same via ``read_raw`` range selectors (``metric[60s]`` instant queries).
+0. the reference, ingest's reads today: ``step_reads.read_steps`` under
+   PROMETHEUS_READ_PATH=query_range (a ``query_range`` per GPU and IB column, XID and each
+   family's sampling query, each from its fetch start), folded as ``Collected`` folds them;
+8. the same through PROMETHEUS_READ_PATH=remote_read: remote read (SAMPLES, batched) from
+   one lookback before each query's first step, the answers computed by ``raw_steps``
+   (exactly query_range's: tests/conformance/test_read_paths.py), folded alike;
+1. today's range queries decoded into ``Series`` (``decode``);
+2-4. each metric's raw series via ``read_raw`` over (window start - one step, window end]:
+   remote read with XOR chunks, with SAMPLES, range selectors (``metric[60s]``);
+5. one ``query_range`` per family (``max by (__name__, ...) ({__name__=~"a|b|..."})``);
+6. one remote-read request (SAMPLES) with a query per metric, the same short window;
+7. one remote-read request with one ``__name__=~`` query per family.
 
-Raw reads cover (window start - one step, window end]: the context sample a counter needs
-and the step's own. Each line: Prometheus CPU seconds (utime + stime from /proc), this
-process's CPU seconds and wall seconds, series and samples returned, each beside line 1
-(the reference, same run). Then decode-only CPU per sample for the same answers (bytes
-fetched once, decoded ``--rounds`` times), and which read path each backend flavour gets.
-Writes the ``bench_reads-<nodes>`` section of bench/RESULTS.md.
+Lines 2-7 are not what ingest would need (no lookback: a series' newest sample before the
+window is not seen, so they are not exact); they show what a cheaper read could at best save.
+Each line: Prometheus CPU seconds (utime + stime from /proc), this process's CPU seconds and
+wall seconds, series and samples returned, each beside line 0 (the reference, same run).
+Then decode-only CPU per sample for the same answers (``--no-decode`` skips it), and which
+read path each backend flavour gets. Writes the ``bench_reads-<nodes>[-head]`` section of
+bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -173,7 +182,7 @@ def variants(client_for, queries, names, window) -> dict[str, Callable[[], tuple
     regex = [f'{{__name__=~"{"|".join(group)}"}}' for group in family_names(names)]
     return {
         "0 today as ingest: query_range + fold": ingests("query_range"),
-        "8 ingest's read_steps (auto) + fold": ingests("auto"),
+        "8 read_steps remote_read (exact) + fold": ingests("remote_read"),
         "1 today: query_range + orjson": today,
         "2 read_raw remote read, XOR chunks": raw("remote_read", (STREAMED_XOR_CHUNKS,)),
         "3 read_raw remote read, SAMPLES": raw("remote_read", (SAMPLES,)),
@@ -284,9 +293,12 @@ def _points(series: list) -> list:  # noqa: ANN001
 def flavours(client) -> None:  # noqa: ANN001
     """Which read path each backend flavour gets under PROMETHEUS_READ_PATH=auto."""
     from ingest.flavor import PROMETHEUS, VICTORIAMETRICS, read_path_for
+    from ingest.step_reads import reads_raw
 
     say()
-    say("read path under PROMETHEUS_READ_PATH=auto, by backend:")
+    say(f"ingest's GPU and IB reads under auto: {'remote read' if reads_raw(client) else 'query_range'}"
+        " on every backend (step_reads.AUTO_READS_RAW); PROMETHEUS_READ_PATH=remote_read: remote read")  # fmt: skip
+    say("read_raw's path under PROMETHEUS_READ_PATH=auto, by backend:")
     say(f"  this Prometheus ({client.flavor()}) -> {client.read_path()}")
     say(f"  Prometheus, Mimir (flavour prometheus) -> {read_path_for(PROMETHEUS, 'x')}")
     say("  Thanos Query (flavour prometheus, /api/v1/read answers 404) -> remote_read once, "

@@ -6,10 +6,11 @@ per query, a malformed answer as its ``PrometheusError``), so ``normalize.Collec
 path each query that ``raw_steps.step_query`` parses is read as raw samples (``SAMPLES``,
 staleness markers kept) from one lookback before its first step to the window end, and
 its answer is computed by ``raw_steps.step_answer``; any other query goes to
-``query_range``. Chosen per backend (``PrometheusClient.read_path``: Prometheus' flavour,
-PROMETHEUS_READ_PATH overrides): a backend without remote read (VictoriaMetrics; Thanos
-Query answers 404 once, then query_range for the process life) keeps ``query_range``.
-docs/scaling.md "Reading raw samples" has what each costs.
+``query_range``. PROMETHEUS_READ_PATH=remote_read chooses it; ``auto`` keeps query_range
+(``AUTO_READS_RAW``: what the exact reads cost ClusterWatch, docs/scaling.md "Reading raw
+samples"), and would otherwise choose by flavour: a backend without remote read
+(VictoriaMetrics; Thanos Query answers 404 once, then for the process life) keeps
+``query_range``.
 """
 
 from __future__ import annotations
@@ -53,9 +54,20 @@ MAX_BATCH = 64
 Planned = tuple[int, StepQuery, datetime]
 
 
+#: Whether ``PROMETHEUS_READ_PATH=auto`` reads the families through remote read where the
+#: backend has it. Off: at 512 nodes (history in the head, bench/RESULTS.md "bench_reads")
+#: these exact reads cost Prometheus 0.83x of query_range's CPU but ClusterWatch 3.0x and
+#: 1.26x the wall time, since a step's value needs every sample of the 5-minute lookback.
+AUTO_READS_RAW = False
+
+
 def reads_raw(client: PrometheusClient) -> bool:
-    """True when the families' step reads go through remote read for this backend."""
-    return settings.PROMETHEUS_READ_PATH != "query_range" and client.read_path() == REMOTE_READ
+    """True when the families' step reads go through remote read for this backend:
+    PROMETHEUS_READ_PATH=remote_read, or auto with ``AUTO_READS_RAW`` where the flavour has it."""
+    setting = settings.PROMETHEUS_READ_PATH
+    if setting == "auto":
+        return AUTO_READS_RAW and client.read_path() == REMOTE_READ
+    return setting == REMOTE_READ
 
 
 def read_steps(

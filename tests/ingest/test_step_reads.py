@@ -15,7 +15,7 @@ import pytest
 from django.test.utils import override_settings
 
 from ingest import flavor, step_reads
-from ingest.prometheus import PrometheusClient
+from ingest.prometheus import PrometheusClient, RemoteReadUnsupported
 from ingest.remote_read import PROMPB
 from ingest.step_reads import read_steps
 from tests.ingest.test_remote_read import fake_backend, send
@@ -48,7 +48,19 @@ def paths(received: list[tuple[str, dict[str, str], bytes]]) -> list[str]:
     return [path.split("?")[0] for path, _headers, _body in received]
 
 
-def test_a_backend_without_remote_read_gets_query_range_for_good() -> None:
+def test_auto_reads_the_families_through_query_range() -> None:
+    with fake_backend(lambda h, _: send(h, 200, MATRIX, "application/json")) as (url, received):
+        with override_settings(PROMETHEUS_READ_PATH="auto"):
+            list(read_steps(PrometheusClient(url), [("max by (node) (m)", _at(T0))], _at(T0), 30.0))
+    assert step_reads.AUTO_READS_RAW is False
+    assert paths(received) == ["/api/v1/query_range"]
+
+
+def test_a_backend_without_remote_read_gets_query_range_for_good(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(step_reads, "AUTO_READS_RAW", True)
+
     def answer(handler: BaseHTTPRequestHandler, _: bytes) -> None:
         if handler.path == "/api/v1/read":
             send(handler, 404, b"not here", "text/plain")
@@ -67,6 +79,15 @@ def test_a_backend_without_remote_read_gets_query_range_for_good() -> None:
         "/api/v1/query_range",
         "/api/v1/query_range",
     ]
+
+
+def test_forced_remote_read_on_a_backend_without_it_fails_the_read() -> None:
+    with fake_backend(lambda h, _: send(h, 404, b"no", "text/plain")) as (url, received):
+        with override_settings(PROMETHEUS_READ_PATH="remote_read"):
+            with pytest.raises(RemoteReadUnsupported, match="HTTP 404"):
+                list(read_steps(PrometheusClient(url), [("max by (node) (m)", _at(T0))], _at(T0), 30.0))  # fmt: skip
+    step_reads._CLOSED.pop(url, None)
+    assert url not in flavor._NO_REMOTE_READ and "/api/v1/query_range" not in paths(received)
 
 
 @pytest.mark.parametrize("path", ["query_range", "range_selector"])
