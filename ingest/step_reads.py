@@ -82,7 +82,7 @@ def read_steps(
     """
     pending: list[Planned] = []
     for index, (promql, start) in enumerate(queries):
-        parsed = step_query(promql) if reads_raw(client) else None
+        parsed = step_query(promql) if reads_raw(client) and start <= end else None
         if parsed is not None:
             pending.append((index, parsed, start))
             if len(pending) < _BATCH.get(client.url, MAX_BATCH):
@@ -157,12 +157,13 @@ def lookback_closed(client: PrometheusClient) -> bool:
 def _raw_results(
     client: PrometheusClient, batch: list[Planned], end: datetime, step: float
 ) -> list[object]:
-    """Each query's ``data.result``, computed from one remote-read request of their selectors."""
+    """Each query's ``data.result``, computed from one remote-read request of their selectors
+    (every query starts at or before ``end``: a later one is query_range's, which answers none)."""
     closed = lookback_closed(client)
     end_s = round(end.timestamp())
     plans = []
     for _index, query, start in batch:
-        times = grid(round(start.timestamp()), end_s, step) or [end_s * 1000]
+        times = grid(round(start.timestamp()), end_s, step)
         # (first - lookback, end]: Prometheus 2 also counts a sample exactly one lookback old.
         first_ms = times[0] - LOOKBACK_MS - (1 if closed else 0)
         plans.append((query, times, first_ms, [client.scoped(s) for s in query.selectors]))
