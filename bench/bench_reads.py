@@ -230,7 +230,7 @@ def many_read(client, selectors: list[str], start: datetime, end: datetime):  # 
     import cramjam
 
     body, _ = client._post_read(bytes(cramjam.snappy.compress_raw(request.SerializeToString())), "")
-    found, skipped = decode_samples(body, start_ms, end_ms, client.max_bytes)
+    found, skipped = decode_samples(body, start_ms, end_ms, 1 << 31)  # a bench: no cap
     return Answer([Series(labels, points) for labels, points in found], skipped)
 
 
