@@ -1,25 +1,34 @@
 """Read benchmark: what one steady-state ingest cycle's reads cost Prometheus and ClusterWatch.
 
     python bench/bench_reads.py [--nodes 4096] [--minutes 4] [--rounds 3] [--workdir DIR]
+                                [--head] [--variants 8,6] [--no-decode]
 
 A simulator history of every metric the GPU and IB families read (bench_scale's set-up:
 ``--minutes`` at a 30 s step, backfilled into a Prometheus of its own; ``--workdir`` keeps
-the TSDB) is read for one cycle's window (one 30 s step) in four ways, each ``--rounds``
-times in turn (the median is printed):
+the TSDB; ``--head``: remote-written into a fresh Prometheus' head instead, as a live
+Prometheus holds its last hours) is read for one cycle's window (one 30 s step) in several
+ways, each ``--rounds`` times in turn (the median is printed; ``--variants`` picks lines):
 
-1. today's reads: the ``query_range`` of every GPU and IB column (and XID) that ingest makes,
-   decoded with orjson (``decode``), from each column's fetch start to the window end;
-2. the same metrics' raw series via ``read_raw`` over remote read, ``STREAMED_XOR_CHUNKS``;
-3. the same via remote read, ``SAMPLES`` (Prometheus decodes the chunks; what a short
-   window asks for first);
-4. the same via ``read_raw`` range selectors (``metric[60s]`` instant queries).
+0. the reference, ingest's reads today: ``step_reads.read_steps`` under
+   PROMETHEUS_READ_PATH=query_range (a ``query_range`` per GPU and IB column, XID and each
+   family's sampling query, each from its fetch start), folded as ``Collected`` folds them;
+8. the same through PROMETHEUS_READ_PATH=remote_read: remote read (SAMPLES, batched) from
+   one lookback before each query's first step, the answers computed by ``raw_steps``
+   (exactly query_range's: tests/conformance/test_read_paths.py), folded alike;
+1. today's range queries decoded into ``Series`` (``decode``);
+2-4. each metric's raw series via ``read_raw`` over (window start - one step, window end]:
+   remote read with XOR chunks, with SAMPLES, range selectors (``metric[60s]``);
+5. one ``query_range`` per family (``max by (__name__, ...) ({__name__=~"a|b|..."})``);
+6. one remote-read request (SAMPLES) with a query per metric, the same short window;
+7. one remote-read request with one ``__name__=~`` query per family.
 
-Raw reads cover (window start - one step, window end]: the context sample a counter needs
-and the step's own. Each line: Prometheus CPU seconds (utime + stime from /proc), this
-process's CPU seconds and wall seconds, series and samples returned, each beside line 1
-(the reference, same run). Then decode-only CPU per sample for the same answers (bytes
-fetched once, decoded ``--rounds`` times), and which read path each backend flavour gets.
-Writes the ``bench_reads-<nodes>`` section of bench/RESULTS.md.
+Lines 2-7 are not what ingest would need (no lookback: a series' newest sample before the
+window is not seen, so they are not exact); they show what a cheaper read could at best save.
+Each line: Prometheus CPU seconds (utime + stime from /proc), this process's CPU seconds and
+wall seconds, series and samples returned, each beside line 0 (the reference, same run).
+Then decode-only CPU per sample for the same answers (``--no-decode`` skips it), and which
+read path each backend flavour gets. Writes the ``bench_reads-<nodes>[-head]`` section of
+bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -62,13 +71,32 @@ def todays_queries(client) -> list[tuple[str, str]]:  # noqa: ANN001 - Prometheu
         (promql("gpu", gpu, c.name, by=node_by()), c.kind) for c in FETCHED if c.name in GPU[gpu]
     ]
     queries.append((promql("gpu", gpu, "xid", by=node_by()), "gauge"))
+    queries.append((promql("gpu", gpu, "sampled_at", by=node_by()), "sampled_at"))
     for dialect in dialects_present(client):
         queries += [
             (promql("ib", dialect, c.name, by=node_by()), c.kind)
             for c in SPEC
             if c.name in IB[dialect]
         ]
+        queries.append((promql("ib", dialect, "sampled_at", by=node_by()), "sampled_at"))
     return queries
+
+
+def family_names(names: list[str]) -> list[list[str]]:
+    """The raw metric names split by family (the GPU's DCGM names, the rest IB)."""
+    gpu = [n for n in names if n.lower().startswith("dcgm")]
+    return [gpu, [n for n in names if n not in gpu]]
+
+
+def fetch_start(kind: str, start: datetime, step: float) -> datetime:
+    """Where today's query for a column of ``kind`` starts (``Window.fetch_start``, and the
+    sampling context of ``fetch_sampling``: two of the longest scrape intervals)."""
+    from django.conf import settings
+
+    if kind == "sampled_at":
+        longest = settings.INGEST_MAX_SCRAPE_INTERVAL_SECONDS
+        return start - timedelta(seconds=-(-2 * longest // step) * step)
+    return start + timedelta(seconds=step) if kind == "gauge" else start
 
 
 def metrics_of(queries: list[tuple[str, str]], known: set[str]) -> list[str]:
@@ -110,7 +138,7 @@ def variants(client_for, queries, names, window) -> dict[str, Callable[[], tuple
         client = client_for("auto")
         return counted(
             [
-                client.query_range(q, start if kind != "gauge" else start + timedelta(seconds=step), end, step)
+                client.query_range(q, fetch_start(kind, start, step), end, step)
                 for q, kind in queries
             ]
         )  # fmt: skip
@@ -125,12 +153,85 @@ def variants(client_for, queries, names, window) -> dict[str, Callable[[], tuple
 
         return read
 
+    def one_query_per_family() -> tuple[int, int]:
+        from ingest.sources.dcgm import node_by
+
+        client, by = client_for("auto"), node_by()
+        return counted(
+            [
+                client.query_range(
+                    f'max by (__name__, {by}, gpu, device, port) ({{__name__=~"{"|".join(group)}"}})',
+                    start, end, step,
+                )
+                for group in family_names(names)
+            ]
+        )  # fmt: skip
+
+    def one_request(selectors: list[str]) -> Callable[[], tuple[int, int]]:
+        def read() -> tuple[int, int]:
+            return counted([many_read(client_for("remote_read"), selectors, raw_start, end)])
+
+        return read
+
+    def ingests(path: str) -> Callable[[], tuple[int, int]]:
+        def read() -> tuple[int, int]:
+            return folded(client_for(path), queries, path, window)
+
+        return read
+
+    regex = [f'{{__name__=~"{"|".join(group)}"}}' for group in family_names(names)]
     return {
+        "0 today as ingest: query_range + fold": ingests("query_range"),
+        "8 read_steps remote_read (exact) + fold": ingests("remote_read"),
         "1 today: query_range + orjson": today,
         "2 read_raw remote read, XOR chunks": raw("remote_read", (STREAMED_XOR_CHUNKS,)),
         "3 read_raw remote read, SAMPLES": raw("remote_read", (SAMPLES,)),
         "4 read_raw range_selector": raw("range_selector"),
+        "5 query_range, one __name__=~ a family": one_query_per_family,
+        "6 remote read SAMPLES, 1 request": one_request(names),
+        "7 remote read SAMPLES, __name__=~": one_request(regex),
     }
+
+
+def folded(client, queries, path: str, window) -> tuple[int, int]:  # noqa: ANN001
+    """Ingest's reads of a cycle through ``step_reads.read_steps`` under ``path``, each answer
+    folded by (instance, gpu or device, port) as ``Collected.add_answers`` folds them."""
+    from django.test.utils import override_settings
+
+    from ingest.normalize import Collected
+    from ingest.step_reads import read_steps
+
+    start, end, step = window
+    plan = [(q, fetch_start(kind, start, step)) for q, kind in queries]
+    collected, names = Collected(), [str(i) for i in range(len(plan))]
+    with override_settings(PROMETHEUS_READ_PATH=path):
+        answers = list(read_steps(client, plan, end, step))
+    collected.add_answers(names, iter(answers), _bench_key)
+    series = sum(len(r) for _i, r in answers if isinstance(r, list))
+    points = sum(len(item["values"]) for _i, r in answers if isinstance(r, list) for item in r)
+    return series, points
+
+
+def _bench_key(labels):  # noqa: ANN001, ANN202
+    return (labels.get("instance"), labels.get("gpu") or labels.get("device"), labels.get("port"))
+
+
+def many_read(client, selectors: list[str], start: datetime, end: datetime):  # noqa: ANN001, ANN201
+    """One remote-read request (SAMPLES) with a query per selector, decoded as one Answer."""
+    from ingest.prometheus import Answer, Series
+    from ingest.remote_read import PROMPB, SAMPLES, decode_samples, matchers
+
+    start_ms, end_ms = round(start.timestamp() * 1000), round(end.timestamp() * 1000)
+    request = PROMPB["ReadRequest"](accepted_response_types=[SAMPLES])
+    for selector in selectors:
+        query = request.queries.add(start_timestamp_ms=start_ms, end_timestamp_ms=end_ms)
+        for kind, name, value in matchers(selector):
+            query.matchers.add(type=kind, name=name, value=value)
+    import cramjam
+
+    body, _ = client._post_read(bytes(cramjam.snappy.compress_raw(request.SerializeToString())), "")
+    found, skipped = decode_samples(body, start_ms, end_ms, 1 << 31)  # a bench: no cap
+    return Answer([Series(labels, points) for labels, points in found], skipped)
 
 
 def decode_only(client, names, window, rounds: int) -> None:  # noqa: ANN001
@@ -192,9 +293,12 @@ def _points(series: list) -> list:  # noqa: ANN001
 def flavours(client) -> None:  # noqa: ANN001
     """Which read path each backend flavour gets under PROMETHEUS_READ_PATH=auto."""
     from ingest.flavor import PROMETHEUS, VICTORIAMETRICS, read_path_for
+    from ingest.step_reads import reads_raw
 
     say()
-    say("read path under PROMETHEUS_READ_PATH=auto, by backend:")
+    say(f"ingest's GPU and IB reads under auto: {'remote read' if reads_raw(client) else 'query_range'}"
+        " on every backend (step_reads.AUTO_READS_RAW); PROMETHEUS_READ_PATH=remote_read: remote read")  # fmt: skip
+    say("read_raw's path under PROMETHEUS_READ_PATH=auto, by backend:")
     say(f"  this Prometheus ({client.flavor()}) -> {client.read_path()}")
     say(f"  Prometheus, Mimir (flavour prometheus) -> {read_path_for(PROMETHEUS, 'x')}")
     say("  Thanos Query (flavour prometheus, /api/v1/read answers 404) -> remote_read once, "
@@ -215,7 +319,10 @@ def measure(args: argparse.Namespace, url: str, end: float, prometheus_pid: int)
     until = datetime.fromtimestamp(end - 60, UTC)
     window = (until - timedelta(seconds=STEP), until, float(STEP))
     runs = variants(client_for, queries, names, window)
-    runs["1 today: query_range + orjson"]()  # warm Prometheus' page cache and ours
+    if args.variants:
+        wanted = set(args.variants.split(","))
+        runs = {name: run for name, run in runs.items() if name.split()[0] in wanted | {"0"}}
+    runs["0 today as ingest: query_range + fold"]()  # warm Prometheus' page cache and ours
     results: dict[str, list[tuple[float, ...]]] = {name: [] for name in runs}
     for _ in range(args.rounds):
         for name, run in runs.items():
@@ -227,14 +334,16 @@ def measure(args: argparse.Namespace, url: str, end: float, prometheus_pid: int)
         f"{'reads':<38} {'Prometheus CPU':>15} {'our CPU':>12} {'wall':>12} {'series':>9} {'samples':>10}"
     )
     reference = [
-        statistics.median(r[i] for r in results["1 today: query_range + orjson"]) for i in range(3)
+        statistics.median(r[i] for r in results["0 today as ingest: query_range + fold"])
+        for i in range(3)
     ]
     for name, rows in results.items():
         server, ours, wall = (statistics.median(r[i] for r in rows) for i in range(3))
         series, samples = rows[-1][3], rows[-1][4]
         say(f"{name:<38} {server:6.2f}s {server / reference[0]:5.2f}x {ours:6.2f}s {ours / reference[1]:4.2f}x "
             f"{wall:6.2f}s {wall / reference[2]:4.2f}x {series:>9,} {samples:>10,}")  # fmt: skip
-    decode_only(probe, names, window, args.rounds)
+    if not args.no_decode:
+        decode_only(probe, names, window, args.rounds)
     flavours(probe)
 
 
@@ -245,12 +354,22 @@ def main() -> None:
     parser.add_argument("--minutes", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workdir", type=Path, default=None, help="keep the history TSDB here")
+    parser.add_argument("--variants", default="", help="only these line numbers (0 always)")
+    parser.add_argument("--no-decode", action="store_true", help="skip the decode-only lines")
+    parser.add_argument(
+        "--head", action="store_true", help="history by remote write into the head, not blocks"
+    )
     args = parser.parse_args()
     total = time.perf_counter()
     with contextlib.ExitStack() as stack:
         workdir = args.workdir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
         workdir.mkdir(parents=True, exist_ok=True)
-        prometheus, end = history_prometheus(args.nodes, args.minutes, workdir)
+        if args.head:
+            from tests.support.remote_write import head_prometheus
+
+            prometheus, end = head_prometheus(args.nodes, args.minutes, workdir, say)
+        else:
+            prometheus, end = history_prometheus(args.nodes, args.minutes, workdir)
         stack.callback(prometheus.stop)
         os.environ["PROMETHEUS_URL"] = prometheus.url
         import django
@@ -259,8 +378,12 @@ def main() -> None:
         measure(args, prometheus.url, end, prometheus.process.pid)
     say(f"bench wall time: {time.perf_counter() - total:.0f} s")
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    title = f"## bench_reads.py --nodes {args.nodes} --minutes {args.minutes} ({stamp})"
-    write_section(f"bench_reads-{args.nodes}", f"{title}\n\n```\n" + "\n".join(LINES) + "\n```")
+    head = " --head" if args.head else ""
+    title = f"## bench_reads.py --nodes {args.nodes} --minutes {args.minutes}{head} ({stamp})"
+    write_section(
+        f"bench_reads-{args.nodes}{head.replace(' --', '-')}",
+        f"{title}\n\n```\n" + "\n".join(LINES) + "\n```",
+    )
 
 
 if __name__ == "__main__":

@@ -68,11 +68,13 @@ if PROMETHEUS_FLAVOR not in {"auto", "prometheus", "victoriametrics"}:
         f"PROMETHEUS_FLAVOR={PROMETHEUS_FLAVOR!r}: expected auto, prometheus or victoriametrics"
     )
     PROMETHEUS_FLAVOR = "auto"
-# How PrometheusClient.read_raw reads raw samples: "remote_read" (POST /api/v1/read,
-# protobuf chunks: no PromQL evaluation, no JSON), "range_selector" (an instant query of
-# selector[range]) or "auto" (remote read where the flavour has it, docs/scaling.md).
+# How ingest reads samples: "remote_read" (POST /api/v1/read, protobuf: no PromQL evaluation,
+# no JSON; the GPU and IB families compute each step's value from raw samples, ingest.step_reads),
+# "query_range" (every family through range queries; read_raw through range selectors),
+# "range_selector" (read_raw through instant queries of selector[range]; the families through
+# query_range) or "auto" (remote read where the flavour has it, docs/scaling.md).
 PROMETHEUS_READ_PATH = env.env_choice(
-    "PROMETHEUS_READ_PATH", "auto", ("auto", "remote_read", "range_selector")
+    "PROMETHEUS_READ_PATH", "auto", ("auto", "remote_read", "query_range", "range_selector")
 )
 # Queries in flight at once per process (a semaphore in PrometheusClient); 0 = no limit.
 PROMETHEUS_MAX_CONCURRENCY = env.env_int("PROMETHEUS_MAX_CONCURRENCY", 8, minimum=0)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import cramjam
@@ -279,16 +279,10 @@ def decode_samples(
     body: bytes, start_ms: int, end_ms: int, max_bytes: int
 ) -> tuple[list[RawSeries], int]:
     """Series and dropped count of a ``SAMPLES`` answer (snappy ``ReadResponse``)."""
-    try:
-        size = cramjam.snappy.decompress_raw_len(body)
-        if size > max_bytes:
-            raise RemoteReadError(f"snappy answer of {size} bytes over the cap of {max_bytes}")
-        response = PROMPB["ReadResponse"].FromString(bytes(cramjam.snappy.decompress_raw(body)))
-    except (cramjam.DecompressionError, DecodeError) as exc:
-        raise RemoteReadError(f"bad SAMPLES answer: {exc}") from None
+    response = read_response(body, max_bytes)
     found: list[RawSeries] = []
     skipped = 0
-    for result in response.results:
+    for result in response.results:  # type: ignore[attr-defined]
         for series in result.timeseries:
             kept: list[tuple[float, float]] = []
             for sample in series.samples:
@@ -301,3 +295,57 @@ def decode_samples(
             if kept:
                 found.append(({label.name: label.value for label in series.labels}, kept))
     return found, skipped
+
+
+def read_response(body: bytes, max_bytes: int) -> object:
+    """The ``ReadResponse`` of a ``SAMPLES`` answer (snappy), its size capped."""
+    try:
+        size = cramjam.snappy.decompress_raw_len(body)
+        if size > max_bytes:
+            raise RemoteReadError(f"snappy answer of {size} bytes over the cap of {max_bytes}")
+        return PROMPB["ReadResponse"].FromString(bytes(cramjam.snappy.decompress_raw(body)))
+    except (cramjam.DecompressionError, DecodeError) as exc:
+        raise RemoteReadError(f"bad SAMPLES answer: {exc}") from None
+
+
+KeptSamples = list[tuple[int, float | None]]
+KeptSeries = tuple[list[tuple[str, str]], KeptSamples]
+
+
+def decode_tails(body: bytes, max_bytes: int, firsts: Sequence[int]) -> list[list[KeptSeries]]:
+    """Per query of a ``SAMPLES`` answer, its series (labels as sent, sorted by name) with
+    their samples from the newest one at or before ``firsts[query]`` (ms) on, as sent: NaN
+    and ±Inf kept, a staleness marker as None (``ingest.raw_steps`` needs them all). Older
+    samples are not looked at: a range query's first step sees nothing before its newest."""
+    response = read_response(body, max_bytes)
+    answers = []
+    for result, first in zip(response.results, firsts, strict=False):  # type: ignore[attr-defined]
+        found = []
+        for series in result.timeseries:
+            samples = series.samples
+            index = len(samples) - 1
+            while index > 0 and samples[index].timestamp > first:
+                index -= 1
+            tail: KeptSamples = [
+                (sample.timestamp, None if _is_stale(v := sample.value) else v)
+                for sample in samples[max(index, 0) :]
+            ]
+            found.append(([(label.name, label.value) for label in series.labels], tail))
+        answers.append(found)
+    return answers
+
+
+def _is_stale(value: float) -> bool:
+    return value != value and struct.pack("d", value) == _STALE_NAN  # noqa: PLR0124 - NaN test
+
+
+def read_request_of(
+    queries: Iterable[tuple[list[tuple[int, str, str]], int, int]], response_types: Iterable[int]
+) -> bytes:
+    """The snappy-compressed ``ReadRequest`` of several queries ((matchers, start_ms, end_ms))."""
+    request = PROMPB["ReadRequest"](accepted_response_types=list(response_types))
+    for selector_matchers, start_ms, end_ms in queries:
+        query = request.queries.add(start_timestamp_ms=start_ms, end_timestamp_ms=end_ms)
+        for kind, name, value in selector_matchers:
+            query.matchers.add(type=kind, name=name, value=value)
+    return bytes(cramjam.snappy.compress_raw(request.SerializeToString()))

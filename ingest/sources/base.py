@@ -20,8 +20,9 @@ from django.conf import settings
 from django.db import connection
 
 from ..normalize import Collected, KeyOf
-from ..prometheus import PrometheusClient
+from ..prometheus import Answer, PrometheusClient, PrometheusError, PrometheusUnavailable, decode
 from ..sampling import SAMPLED_AT, CarryIn, Sampling
+from ..step_reads import read_steps
 
 
 @dataclass(frozen=True)
@@ -68,10 +69,26 @@ def fetch_sampling(
     collected = Collected()
     start = window.start - timedelta(seconds=context)
     collected.add_answers(
-        [SAMPLED_AT], client.query_ranges([(promql, start)], window.end, window.step), unit_of
+        [SAMPLED_AT], read_steps(client, [(promql, start)], window.end, window.step), unit_of
     )
     at = collected.columns.get(SAMPLED_AT)
     return Sampling(at, window.step, float(longest)) if at else None
+
+
+def read_answer(client: PrometheusClient, promql: str, window: Window) -> Answer:
+    """One query over the window's steps from its start (``step_reads``), decoded; a malformed
+    answer is one skipped item (``query_range_lenient``), an outage raises."""
+    answer = Answer()
+    try:
+        for _index, result in read_steps(client, [(promql, window.start)], window.end, window.step):
+            if isinstance(result, PrometheusError):
+                raise result
+            answer.extend(decode(result))
+    except PrometheusUnavailable:
+        raise
+    except PrometheusError:
+        return Answer(skipped=1)
+    return answer
 
 
 def read_stored(read: CarryIn) -> CarryIn:

@@ -3,8 +3,8 @@
 Dialects: ``current`` (DCGM_FI_* names, ``Hostname`` or ``hostname`` label, both
 accepted through node identity) and ``legacy`` (``-o``: the 1.x names of
 etc/1.x-compatibility-metrics.csv, ``uuid`` label). Detected from the metric names
-Prometheus has unless INGEST_DCGM_DIALECT forces one. One ``query_range`` per
-metric the dialect has, ``max by`` node labels + gpu, each folded straight into
+Prometheus has unless INGEST_DCGM_DIALECT forces one. One read per metric the dialect
+has (``step_reads``: remote read or ``query_range``), ``max by`` node labels + gpu, each folded straight into
 columns by (node, gpu) (``Collected.add_answers``). The util series also carry
 ``modelName``, which fills ``Node.gpu_model``. docs/dcgm.md has the sources.
 """
@@ -33,8 +33,9 @@ from ..normalize import (
 from ..prometheus import PrometheusClient, Series
 from ..queries import DCGM_MARKERS, DCGM_MODEL_LABEL, GPU, promql
 from ..sampling import SAMPLED_AT, CarryIn, Sampling, Stepper
+from ..step_reads import read_steps
 from ..store import GPU_SAMPLE_TABLE, insert_rows, stored_gpu_values, timestamps, upsert_nodes
-from .base import Batch, Source, StoreResult, Window, fetch_sampling
+from .base import Batch, Source, StoreResult, Window, fetch_sampling, read_answer
 
 GAUGES = ("util", "tensor", "sm", "dram", "power", "temp")
 NVLINK_ERRORS = ("nvlink_crc_flit", "nvlink_crc_data", "nvlink_replay", "nvlink_recovery")
@@ -202,7 +203,7 @@ class GpuSource(Source):
     family = Family.GPU
 
     def pull(self, client: PrometheusClient, window: Window) -> Batch:
-        """One query_range per metric over the window's steps (a counter's from its context)."""
+        """One read per metric over the window's steps (a counter's from its context)."""
         dialect = client.detect_dialect(DCGM_MARKERS, settings.INGEST_DCGM_DIALECT)
         collected, by = Collected(), node_by()
         fetched = [column for column in FETCHED if column.name in GPU[dialect]]
@@ -212,7 +213,7 @@ class GpuSource(Source):
         ]
         names = resolver_for(client, window.start, window.end)
         key_of = partial(gpu_key, names=names)
-        answers = client.query_ranges(queries, window.end, window.step)
+        answers = read_steps(client, queries, window.end, window.step)
         start, end = int(window.start.timestamp()), int(window.end.timestamp())
         payload = GpuPayload(times=[start, *steps(start, end, window.step)])
         collected.add_answers(
@@ -229,9 +230,7 @@ class GpuSource(Source):
         )
         stepper = build_rows(collected, payload.times[1:], window.step, payload, sampling, carry_in)
         self.carried[dialect] = (end, stepper.carry_out(COUNTER_COLUMNS))
-        xids = client.query_range_lenient(
-            promql("gpu", dialect, "xid", by=by), window.start, window.end, window.step
-        )
+        xids = read_answer(client, promql("gpu", dialect, "xid", by=by), window)
         skipped = collected.skipped + xids.skipped + collect_xids(xids.series, payload, key_of)
         return Batch(
             self.family, window, payload=payload, skipped=skipped, notes=[f"dialect={dialect}"],

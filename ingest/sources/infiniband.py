@@ -36,6 +36,7 @@ from ..normalize import (
 from ..prometheus import PrometheusClient
 from ..queries import IB, IB_MARKERS, promql
 from ..sampling import SAMPLED_AT, Sampling, Stepper
+from ..step_reads import read_steps
 from ..store import (
     IB_TABLE,
     insert_rows,
@@ -334,7 +335,7 @@ class IbSource(Source):
         queries = [
             (promql("ib", dialect, c.name, by=by), window.fetch_start(c.kind)) for c in columns
         ]
-        answers = client.query_ranges(queries, window.end, window.step)
+        answers = read_steps(client, queries, window.end, window.step)
         pulled.collected.add_answers([c.name for c in columns], answers, key_of)
         for folded in pulled.collected.columns.values():
             for values in folded.values():
@@ -360,7 +361,7 @@ class IbSource(Source):
         return sampling.at if sampling is not None else {}
 
     def pull(self, client: PrometheusClient, window: Window) -> Batch:
-        """Per dialect present, one query_range per column (counters from the window start)."""
+        """Per dialect present, one read per column (counters from the window start)."""
         names = resolver_for(client, window.start, window.end)
         pulls: list[DialectPull] = []
         for dialect in dialects_present(client):

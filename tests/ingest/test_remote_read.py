@@ -38,6 +38,7 @@ from ingest.prometheus import (
 )
 from ingest.remote_read import PROMPB, SAMPLES, STREAMED_XOR_CHUNKS, frames, matchers
 from ingest.shards import ScopedClient
+from ingest.step_reads import read_steps
 from ingest.xor_chunks import ChunkError, decode_xor
 from tests.support.prometheus import PrometheusProcess, create_blocks, require_prometheus
 
@@ -231,6 +232,49 @@ def test_a_staleness_marker_is_dropped_and_not_counted(prometheus: PrometheusPro
     body = _raw_remote_read(prometheus.url, "cw_live_vanishing", now - 300, now)
     (chunk,) = [c for f in frames(body) for s in f.chunked_series for c in s.chunks]  # type: ignore[attr-defined]
     assert int.from_bytes(chunk.data[:2], "big") == len(series.points) + 1
+
+
+LIVE_STEP_QUERIES = [
+    "max by (job) (cw_live_vanishing)",
+    "max by (job) ((cw_live_vanishing or cw_live_gauge))",
+    "max by (instance) (timestamp(cw_live_gauge))",
+    "max by (job) (cw_live_nan)",
+]
+
+
+def _answers(url: str, path: str, start: float, end: float) -> list[tuple[int, object]]:
+    """Each live query's answer through ``step_reads.read_steps`` under ``path``, comparable."""
+    with override_settings(PROMETHEUS_READ_PATH=path):
+        found = read_steps(
+            PrometheusClient(url), [(q, _at(start)) for q in LIVE_STEP_QUERIES], _at(end), 1.0
+        )
+        return [
+            (index, sorted(
+                (sorted(item["metric"].items()), [(float(t), repr(float(v))) for t, v in item["values"]])
+                for item in result
+            ))
+            for index, result in found
+        ]  # fmt: skip
+
+
+def test_step_reads_of_a_live_scrape_equal_query_ranges(prometheus: PrometheusProcess) -> None:
+    def settled() -> float:  # every scrape up to it written, the marker before it
+        end = float(int(time.time()) - 2)
+        return 0.0 if prometheus.query("cw_live_vanishing", at=end) else end
+
+    _wait(lambda: settled() > 0)
+    end = settled() or float(int(time.time()) - 2)
+    raw = _answers(prometheus.url, "remote_read", end - 60, end)
+    assert raw == _answers(prometheus.url, "query_range", end - 60, end)
+    vanishing, either, stamps, nan = (answer for _index, answer in raw)
+    # It ends at its staleness marker, not carried through the 5-minute lookback.
+    gone = vanishing[0][1][-1][0] if vanishing else end - 61
+    assert gone < end and {v for _labels, points in vanishing for _t, v in points} <= {"7.0"}
+    assert [labels for labels, _ in either] == [[("job", "live")]]
+    assert [v for t, v in either[0][1]] == ["7.0" if t <= gone else "1.5" for t, _v in either[0][1]]
+    assert either[0][1][-1] == (end, "1.5")  # the gauge goes on
+    assert all(t - 1.0 < float(v) <= t for t, v in stamps[0][1])
+    assert {v for _t, v in nan[0][1]} == {"nan"}
 
 
 def test_live_nan_values_are_counted_alike_on_both_paths(prometheus: PrometheusProcess) -> None:

@@ -103,6 +103,8 @@ class PrometheusProcess:
     # Counted back from the newest sample (live scrapes are at wall time): a history pinned at a
     # fixed epoch needs more than the default 15d, or Prometheus drops it as the calendar moves on.
     retention: str = "15d"
+    #: More command-line flags (e.g. ``--web.enable-remote-write-receiver``).
+    extra_args: tuple[str, ...] = ()
 
     @property
     def url(self) -> str:
@@ -119,6 +121,7 @@ class PrometheusProcess:
             f"--web.listen-address=127.0.0.1:{self.port}",
             f"--storage.tsdb.retention.time={self.retention}",
             "--web.enable-admin-api",
+            *self.extra_args,
         ]
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
