@@ -36,6 +36,8 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
+
 from .normalize import Collected, Column, Folded
 
 #: The pseudo-column that holds each unit's sample time (``timestamp()``) per step.
@@ -57,6 +59,13 @@ class Sampling:
     max_interval: float
     #: unit → sample time → the sample time before it (built on first use).
     _before: dict[Hashable, dict[float, float]] = field(default_factory=dict, repr=False)
+    #: every unit seen in ``at`` (built with ``_before``)
+    units: set[Hashable] = field(default_factory=set, init=False, repr=False)
+
+    @classmethod
+    def of(cls, at: Folded, step: int) -> Sampling | None:
+        """The sampling of ``at`` under INGEST_MAX_SCRAPE_INTERVAL_SECONDS (None: no samples)."""
+        return cls(at, step, float(settings.INGEST_MAX_SCRAPE_INTERVAL_SECONDS)) if at else None
 
     def __post_init__(self) -> None:
         last: dict[Hashable, float] = {}

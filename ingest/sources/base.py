@@ -71,8 +71,7 @@ def fetch_sampling(
     collected.add_answers(
         [SAMPLED_AT], read_steps(client, [(promql, start)], window.end, window.step), unit_of
     )
-    at = collected.columns.get(SAMPLED_AT)
-    return Sampling(at, window.step, float(longest)) if at else None
+    return Sampling.of(collected.columns.get(SAMPLED_AT, {}), window.step)
 
 
 def read_answer(client: PrometheusClient, promql: str, window: Window) -> Answer:

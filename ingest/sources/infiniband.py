@@ -193,8 +193,7 @@ def sampling_of(
     for pulled in pulls:
         for ts, sampled in pulled.sampled_at.items():
             at.setdefault(ts, {}).update(sampled)
-    longest = float(settings.INGEST_MAX_SCRAPE_INTERVAL_SECONDS)
-    sampling = Sampling(at, step, longest) if at else None
+    sampling = Sampling.of(at, step)
     if not origin:
         every = [pulls[0].unit(key) for key in keys]
         return sampling, lambda _column: every
