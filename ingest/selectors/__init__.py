@@ -2,17 +2,13 @@
 
 Every read of ingest's tables from outside ingest goes through this package (a test keeps it
 so): ``heatmaps`` and ``series`` for the dashboard's charts, ``samples`` for raw samples and
-health, ``rule_inputs`` for what the alert rules evaluate, ``placement`` for the runs and
-hardware behind a node, ``overview`` for the cluster overview's pool and queue figures,
-``nodes`` for the node inventory. Raw samples are read through ``ingest.history.gpu_rows`` /
+health, ``rule_inputs`` for what the alert rules evaluate, ``placement`` for the hardware
+behind a node (its runs are the runs app's, ``runs.selectors``), ``overview`` for the cluster
+overview's pool and queue figures, ``nodes`` for the node inventory. Raw samples are read through ``ingest.history.gpu_rows`` /
 ``ib_rows``: hot rows and compacted history alike.
 """
 
 from __future__ import annotations
-
-# The raw-sample FROM items (hot + compacted) dashboard/runs' own SQL reads: the runs app merge
-# removes this (its SQL moves behind runs' and ingest's selectors).
-from ..history import columns_in, gpu_rows, ib_rows
 
 # The vocabulary readers share (families, pools), so that they need not import ingest.models.
 from ..models.choices import Family, Pool
@@ -42,13 +38,10 @@ __all__ = [
     "Pool",
     "RailMatrix",
     "XidRow",
-    "columns_in",
     "family_health",
-    "gpu_rows",
     "gpu_samples_between",
     "heatmap",
     "heatmap_rows",
-    "ib_rows",
     "ib_samples_between",
     "latest_per_node",
     "node_gpu_series",

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 from django.db.models import Max
 
-from ..models import IbPort, IngestCursor, Node, PoolChange
+from ..models import IngestCursor, Node, PoolChange
 
 
 class NodeInfo(NamedTuple):
@@ -18,16 +18,6 @@ class NodeInfo(NamedTuple):
     leaf_switch: str
     gpu_model: str
     last_seen: datetime
-
-
-class PortInfo(NamedTuple):
-    """One IB port of a node and where it plugs into the fabric ("": unknown)."""
-
-    device: str
-    port: int
-    guid: str
-    leaf_switch: str
-    switch_port: str
 
 
 class PoolChangeRow(NamedTuple):
@@ -65,21 +55,6 @@ def latest_seen() -> datetime | None:
 def node_pools() -> dict[int, str]:
     """node id → its current pool."""
     return dict(Node.objects.values_list("id", "pool"))
-
-
-def ports(node_name: str) -> list[PortInfo]:
-    """The node's IB ports, by device and port."""
-    rows = IbPort.objects.filter(node__name=node_name).order_by("device", "port")
-    return [
-        PortInfo._make(row)
-        for row in rows.values_list("device", "port", "guid", "leaf_switch", "switch_port")
-    ]
-
-
-def pool_changes(node_name: str, limit: int = 10) -> list[PoolChangeRow]:
-    """The node's latest pool changes, newest first."""
-    rows = PoolChange.objects.filter(node__name=node_name).order_by("-ts")[:limit]
-    return [PoolChangeRow._make(row) for row in rows.values_list("node_id", "ts", "pool")]
 
 
 def pool_changes_between(start: datetime, end: datetime) -> list[PoolChangeRow]:
