@@ -35,8 +35,10 @@ lint: venv
 	DEBUG=1 $(PY) manage.py check --fail-level WARNING
 	DEBUG=1 $(PY) manage.py makemigrations --check --dry-run
 
+# Two workers (CI has 2 cores), each taking whole modules, slowest first (tests/conftest.py).
+TEST_WORKERS ?= 2
 test: venv services lint
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 demo: venv services
 	$(PY) scripts/demo.py --port $(PORT)

@@ -69,6 +69,10 @@ class Lines:
         self.skipping = False
         self.out: list[str] = []
 
+    def wants(self, name: str) -> bool:
+        """Whether family `name` is written (renderers skip computing what would be dropped)."""
+        return self.keep is None or name in self.keep
+
     def family(self, family: Family) -> None:
         """Start a family (writes its header in live mode; skipped if not in `keep`)."""
         self.skipping = self.keep is not None and family.name not in self.keep

@@ -106,9 +106,11 @@ def render(
     options = options or ExporterOptions()
     cas = channel_adapters(topology, ports, options)
     rows: Rows = {}
+    counters = [c for c in COUNTERS if lines.wants(f"infiniband_hca_{c[0]}")]
     if options.treydock_hca_collector:
-        _hca_rows(cas, rows)
-    _switch_rows(topology, cas, rows)
+        _hca_rows(cas, rows, counters)
+    switch_counters = [c for c in COUNTERS if lines.wants(f"infiniband_switch_{c[0]}")]
+    _switch_rows(topology, cas, rows, switch_counters)
     for name in sorted(rows):
         family, samples = rows[name]
         lines.family(family)
@@ -124,11 +126,12 @@ def _counter(sample: PortSample, attr: str) -> str:
     return "0" if attr == "zero" else big(getattr(sample, attr))
 
 
-def _hca_rows(cas: list[Ca], rows: Rows) -> None:
+def _hca_rows(cas: list[Ca], rows: Rows, counters: list[tuple[str, str, str, str]]) -> None:
+    """HCA rows; only `counters` (the wanted ones: a history may keep none) are computed."""
     by_name = {f.name: f for f in FAMILIES}
     for ca in cas:
         port = label_str((("guid", ca.guid), ("port", "1")))
-        for suffix, attr, _switch_attr, _field in COUNTERS:
+        for suffix, attr, _switch_attr, _field in counters:
             _add(rows, by_name[f"infiniband_hca_{suffix}"], port, _counter(ca.sample, attr))
         info = (("guid", ca.guid), ("hca", ca.name), ("lid", str(ca.lid)))
         _add(rows, HCA_INFO, label_str(info), "1")
@@ -141,11 +144,13 @@ def _hca_rows(cas: list[Ca], rows: Rows) -> None:
         _add(rows, HCA_UPLINK, label_str(uplink), "1")
 
 
-def _switch_rows(topology: Topology, cas: list[Ca], rows: Rows) -> None:
+def _switch_rows(
+    topology: Topology, cas: list[Ca], rows: Rows, counters: list[tuple[str, str, str, str]]
+) -> None:
     by_name = {f.name: f for f in FAMILIES}
     for ca in cas:
         port = label_str((("guid", ca.switch.guid), ("port", str(ca.switch_port))))
-        for suffix, _attr, switch_attr, _field in COUNTERS:
+        for suffix, _attr, switch_attr, _field in counters:
             _add(
                 rows, by_name[f"infiniband_switch_{suffix}"], port, _counter(ca.sample, switch_attr)
             )

@@ -57,7 +57,7 @@ def faulty(
     run = next(r for r in cluster.runs_at(FAULT_AT.timestamp()) if fault.nodes[0] in r.nodes)
     end = EPOCH.timestamp()
     workdir = Path(tmp_path_factory.mktemp("attribution"))
-    with simulated_prometheus(cluster, workdir, HISTORY, STEP, "30s", "key", end, "100y") as prom:
+    with simulated_prometheus(cluster, workdir, HISTORY, STEP, None, "key", end, "100y") as prom:
         with django_db_blocker.unblock(), override_settings(**SETTINGS):
             ingest_history(prom)
             try:

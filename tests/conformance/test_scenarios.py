@@ -86,9 +86,7 @@ def replayed(spec: ClusterSpec, start: float, end: float, workdir: Path, blocker
     longer step still judges every stored step)."""
     cluster = Cluster(spec)
     history = timedelta(seconds=end - start)
-    with simulated_prometheus(
-        cluster, workdir, history, STEP, "30s", families, end, "100y"
-    ) as prom:
+    with simulated_prometheus(cluster, workdir, history, STEP, None, families, end, "100y") as prom:
         with blocker.unblock(), override_settings(**PINNED_RETENTION):
             ingest_history(prom)
             try:

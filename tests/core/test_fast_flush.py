@@ -29,3 +29,17 @@ def test_committed_rows_are_deleted_and_content_types_and_permissions_kept() -> 
     assert (ContentType.objects.count(), Permission.objects.count()) == kept
     assert kept[0] > 0 and kept[1] > 0
     assert KEPT_BY_FLUSH == {"django_migrations", "django_content_type", "auth_permission"}
+
+
+def test_the_rule_configs_the_migrations_seeded_are_put_back_as_they_were() -> None:
+    from alerts.models import RuleConfig
+
+    def configs() -> list[tuple]:
+        return sorted(RuleConfig.objects.values_list())
+
+    seeded = configs()
+    RuleConfig.objects.filter(pk=RuleConfig.objects.order_by("pk")[0].pk).delete()
+    RuleConfig.objects.update(enabled=False)
+    assert configs() != seeded
+    delete_committed_rows(connection)
+    assert (configs(), len(seeded)) == (seeded, 13)

@@ -103,7 +103,7 @@ def test_a_jobset_launched_run_is_one_run_through_prometheus_and_ingest(tmp_path
     launched = [r for r in cluster.runs_at(t) if r.queue.cluster_queue == "cq-pretrain"]
     run = launched[0]  # the pinned epoch and seed run one pretrain job then
     history = timedelta(minutes=10)
-    with simulated_prometheus(cluster, tmp_path, history, STEP, "30s", "all", end, "100y") as prom:
+    with simulated_prometheus(cluster, tmp_path, history, STEP, None, "all", end, "100y") as prom:
         source = RunsSource()
         window = Window(to_datetime(prom.start), to_datetime(end - STEP), EPOCH_STEP)
         source.store(source.pull(PrometheusClient(prom.prometheus.url), window))

@@ -31,6 +31,9 @@ from urllib.parse import quote
 
 import requests
 
+#: tests/settings.py's marker of the defaults it set (an xdist worker recomputes those).
+DEFAULTED_MARKER = "CLUSTERWATCH_TEST_DEFAULTED"
+
 BASE_DIR = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 START_TIMEOUT_SECONDS = 30.0
@@ -91,6 +94,8 @@ def subprocess_env(**overrides: str) -> dict[str, str]:
             "request the django_db_setup fixture before building a subprocess environment"
         )
     environment = dict(os.environ)
+    # Else a subprocess on tests.settings would recompute the defaults as an xdist worker does.
+    environment.pop(DEFAULTED_MARKER, None)
     # Browser tests allow sync ORM calls inside Playwright's loop in *this* process only.
     environment.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     environment.update(
