@@ -13,7 +13,8 @@
       var event;
       try { event = JSON.parse(message.data); } catch (err) { return; }
       var last = document.getElementById("live-last");
-      if (last && event.type !== "hello") { last.textContent = event.type + " at " + new Date().toLocaleTimeString(); }
+      // UTC, as every other time on the pages ("18:29:43 UTC"), not the browser's zone.
+      if (last && event.type !== "hello") { last.textContent = event.type + " at " + new Date().toISOString().slice(11, 19) + " UTC"; }
       document.dispatchEvent(new CustomEvent("live", { detail: event }));
     };
     socket.onclose = function () {

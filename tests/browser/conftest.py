@@ -50,10 +50,21 @@ def screenshot() -> object:
 
 
 def log_in(
-    browser: object, base_url: str, username: str, password: str, width: int = 1366
+    browser: object,
+    base_url: str,
+    username: str,
+    password: str,
+    width: int = 1366,
+    timezone_id: str | None = None,
 ) -> object:
-    """A new page at laptop width, logged in through the real login form."""
-    context = browser.new_context(viewport={"width": width, "height": 900}, base_url=base_url)  # type: ignore[attr-defined]
+    """A new page at laptop width, logged in through the real login form.
+
+    ``timezone_id`` (e.g. "Pacific/Auckland") sets the browser's zone; default: the machine's.
+    """
+    zone = {"timezone_id": timezone_id} if timezone_id else {}
+    context = browser.new_context(
+        viewport={"width": width, "height": 900}, base_url=base_url, **zone
+    )  # type: ignore[attr-defined]
     page = context.new_page()
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))

@@ -6,7 +6,9 @@ every idle consumer raised TimeoutError and the browser was dropped every 5 s (i
 
 from __future__ import annotations
 
+import re
 import threading
+from datetime import UTC, datetime
 
 import pytest
 
@@ -22,7 +24,8 @@ RECORD_EVENTS = """window.__events = [];
 
 
 def test_a_live_page_survives_60_s_idle_then_gets_the_update(browser, asgi_server, user) -> None:  # noqa: ANN001
-    page = log_in(browser, asgi_server.url, user.username, PASSWORD)
+    # A zone 13 h off UTC: the page's "<event> at <time> UTC" must not be the browser's time.
+    page = log_in(browser, asgi_server.url, user.username, PASSWORD, timezone_id="Pacific/Auckland")
     sockets: list[object] = []
     closed: list[str] = []
     page.on(
@@ -42,3 +45,9 @@ def test_a_live_page_survives_60_s_idle_then_gets_the_update(browser, asgi_serve
     page.wait_for_function("() => window.__events.includes('alerts.changed')", timeout=10_000)
     assert (len(sockets), closed) == (1, [])
     assert page.evaluate("() => window.__events") == ["hello", "alerts.changed"]
+    shown = page.text_content("#live-last") or ""
+    received = datetime.now(UTC)
+    assert re.fullmatch(r"alerts\.changed at \d\d:\d\d:\d\d UTC", shown), shown
+    hms = datetime.strptime(shown.split(" at ")[1], "%H:%M:%S UTC").time()
+    seconds = (received - datetime.combine(received.date(), hms, UTC)).total_seconds() % 86_400
+    assert seconds < 30, (shown, received)  # shown at most 30 s before it was read, in UTC
