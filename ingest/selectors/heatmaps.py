@@ -187,15 +187,20 @@ def rail_matrix(metric: str, start: datetime, end: datetime) -> RailMatrix:
     aggregate (mean for rates/gauges, total for errors, minimum for state).
     """
     spec, rollup = HEATMAP_METRICS[metric], use_rollup(start, end)
-    device = "p.device" if spec.family == Family.IB else "s.gpu::text"
-    join = "JOIN ingest_ibport p ON p.id = s.port_id" if spec.family == Family.IB else ""
+    ib = spec.family == Family.IB
     # Raw samples: the reader's own bounds are the window (a second ts test on decoded history
     # rows would make the planner expect a handful of rows, and probe both joins per row).
     where = "WHERE s.ts >= %s AND s.ts < %s" if rollup else ""
+    # Grouped by ids first, names joined to the ~1 row per device after: joining every sample
+    # row to its node and port first cost a third of the read (same rows in the same order, so
+    # the same values: bench/RESULTS.md "rails, after this run").
     rows = fetch(
-        f"SELECT n.name, {device}, {spec.outer}({spec.per_device}) "
-        f"FROM {source_table(spec.family, rollup, uses=spec.per_device)} s {join} "
-        f"JOIN ingest_node n ON n.id = s.node_id {where} GROUP BY 1, 2",
+        f"SELECT n.name, {'p.device' if ib else 'a.device::text'}, a.value FROM ("
+        f"SELECT s.node_id, s.{'port_id' if ib else 'gpu'} AS device, "
+        f"{spec.outer}({spec.per_device}) AS value "
+        f"FROM {source_table(spec.family, rollup, uses=spec.per_device)} s {where} GROUP BY 1, 2) a "
+        f"{'JOIN ingest_ibport p ON p.id = a.device ' if ib else ''}"
+        "JOIN ingest_node n ON n.id = a.node_id",
         [start, end],
     )
     rails = sorted({r[1] for r in rows}, key=lambda d: (len(d), d))
