@@ -1,7 +1,4 @@
-"""Rounding of series values for the wire (the node pages and their JSON).
-
-(The dashboard's own SQL that lived here is ``ingest.selectors.overview`` now.)
-"""
+"""Rounding of series values for the wire (the node pages and their JSON)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ binary (psycopg's C loaders build the float arrays and timestamps), and assemble
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import NamedTuple
 
 import orjson
@@ -25,26 +25,13 @@ from django.db import connection
 from . import node_tiles, selectors
 from .models import IbPort, Node, PoolChange
 from .selectors import NodeSeries, windows
+from .selectors.series import node_plan
 
 FAMILIES = ("gpu", "ib")
 #: Both families' ``READ`` in one statement, each row tagged with its family.
 READ_BOTH = " UNION ALL ".join(
     f"SELECT '{family}' AS family, r.* FROM ({node_tiles.READ[family]}) r" for family in FAMILIES
 )
-
-
-def _times(start: datetime, end: datetime, step: int) -> list[datetime]:
-    # As ``selectors`` lays out a node's columns: from ``start``, ``step`` apart, before ``end``.
-    count = max(1, -(-int((end - start).total_seconds()) // step))
-    return [start + timedelta(seconds=step * i) for i in range(count)]
-
-
-def _tiled(start: datetime, end: datetime, step: int, tiles: bool) -> bool:
-    # The selectors' choice (``_node_series``): rollups at >= 6 h or where raw rows are gone,
-    # then tiles for 5-minute columns.
-    rollup = end - start >= windows.NODE_ROLLUP_WINDOW or selectors.use_rollup(start, end, step)
-    step = max(step, windows.ROLLUP_STEP_SECONDS) if rollup else step
-    return rollup and tiles and node_tiles.covers(start, end, step)
 
 
 def _read_both(node: str, start: datetime, end: datetime) -> dict[str, list[tuple]]:
@@ -70,12 +57,12 @@ def node_series(
 ) -> tuple[NodeSeries, NodeSeries]:
     """(GPU, IB) ``NodeSeries`` of ``node``, equal to ``selectors.node_gpu_series`` and
     ``selectors.node_ib_series`` with the same arguments; one query where tiles cover the window."""
-    if not _tiled(start, end, step, tiles):
+    if not node_plan(start, end, step, tiles).tiled:
         return (
             selectors.node_gpu_series(node, start, end, step, tiles),
             selectors.node_ib_series(node, start, end, step, tiles),
         )
-    times = _times(start, end, windows.ROLLUP_STEP_SECONDS)
+    times = windows.bucket_times(start, end, windows.ROLLUP_STEP_SECONDS)
     found = _read_both(node, start, end)
     answers = []
     for family, read in zip(
@@ -124,10 +111,6 @@ NODE_FACTS = (
 )  # fmt: skip
 
 
-def _moment(text: str) -> datetime:
-    return datetime.fromisoformat(text)
-
-
 def node_facts(name: str, start: datetime, end: datetime) -> NodeFacts | None:
     """The node ``name`` (None: no such node), the cursors, its ports, pool changes and XID
     events in [start, end), as the ORM reads them one query each, in one round trip (its runs
@@ -138,12 +121,18 @@ def node_facts(name: str, start: datetime, end: datetime) -> NodeFacts | None:
     if found is None:
         return None
     node, cursors, ports, changes, xids = map(orjson.loads, found)
-    node.update(first_seen=_moment(node["first_seen"]), last_seen=_moment(node["last_seen"]))
+    node.update(
+        first_seen=datetime.fromisoformat(node["first_seen"]),
+        last_seen=datetime.fromisoformat(node["last_seen"]),
+    )
     row = Node(**node)
     return NodeFacts(
         row,
-        {family: _moment(covered) for family, covered in cursors.items()},
+        {family: datetime.fromisoformat(covered) for family, covered in cursors.items()},
         [IbPort(node=row, **port) for port in ports],
-        [PoolChange(node=row, id=c["id"], ts=_moment(c["ts"]), pool=c["pool"]) for c in changes],
-        [(_moment(x["ts"]), x["gpu"], x["code"], x["message"]) for x in xids],
+        [
+            PoolChange(node=row, id=c["id"], ts=datetime.fromisoformat(c["ts"]), pool=c["pool"])
+            for c in changes
+        ],
+        [(datetime.fromisoformat(x["ts"]), x["gpu"], x["code"], x["message"]) for x in xids],
     )

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.db import connection
 from django.db.models import Sum
 
 from .history import gpu_rows, ib_rows
 from .models import ClusterQueue, KueueEviction, KueueQuota
+from .selectors.windows import fetch
 
 RAW_SPAN = timedelta(days=2)
 ROLLUP = timedelta(minutes=5)
@@ -40,18 +40,12 @@ class SeriesPoint:
     worst: float | None
 
 
-def _fetch(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
-
-
 def gpus_per_node(node_ids: Sequence[int], start: datetime, end: datetime) -> dict[int, int]:
     """Distinct GPUs each node reported in (at most the last day of) ``[start, end]``."""
     if not node_ids:
         return {}
     lo = max(start, end - timedelta(days=1))
-    rows = _fetch(
+    rows = fetch(
         f"SELECT node_id, count(DISTINCT gpu) FROM {gpu_rows('%s', '%s', columns=())} s "
         "WHERE node_id = ANY(%s) GROUP BY node_id",
         [lo, end, list(node_ids)],
@@ -64,7 +58,7 @@ def median_util(windows: Sequence[UtilWindow]) -> dict[int, list[tuple[datetime,
     if not windows:
         return {}
     values = ", ".join(["(%s::bigint, %s::int, %s::timestamptz, %s::timestamptz)"] * len(windows))
-    rows = _fetch(
+    rows = fetch(
         f"SELECT c.idx, s.ts, percentile_cont(0.5) WITHIN GROUP (ORDER BY s.util) "  # noqa: S608
         f"FROM (VALUES {values}) AS c(idx, node_id, lo, hi) "
         f"JOIN {gpu_rows('%s', '%s', columns=('util',))} s "
@@ -102,7 +96,7 @@ def gpu_series(
         "percentile_cont(0.5) WITHIN GROUP (ORDER BY s.tensor), min(s.tensor) "
     )
     if rollup:
-        rows = _fetch(
+        rows = fetch(
             f"{aggregates}FROM ingest_gpurollup s JOIN (VALUES {values}) AS h(node_id, lo, hi) "  # noqa: S608
             "ON s.node_id = h.node_id AND s.ts >= h.lo AND s.ts <= h.hi "
             "WHERE s.ts >= %s AND s.ts <= %s GROUP BY s.ts ORDER BY s.ts",
@@ -110,7 +104,7 @@ def gpu_series(
         )
     else:  # per span: each node's rows through its own keys, hot and compacted
         raw = gpu_rows(*_CLIPPED, columns=("util", "tensor"))
-        rows = _fetch(
+        rows = fetch(
             f"{aggregates}FROM (VALUES {values}) AS h(node_id, lo, hi) CROSS JOIN LATERAL ("  # noqa: S608
             f"SELECT * FROM {raw} r WHERE r.node_id = h.node_id OFFSET 0) s "
             "GROUP BY s.ts ORDER BY s.ts",
@@ -147,7 +141,7 @@ def ib_series(spans: Sequence[NodeSpan], start: datetime, end: datetime) -> list
             "GROUP BY s.ts, s.node_id"
         )
         params = [*params, start, end]
-    rows = _fetch(
+    rows = fetch(
         "SELECT ts, percentile_cont(0.5) WITHIN GROUP (ORDER BY bw), min(bw), NULL, NULL "  # noqa: S608
         f"FROM ({sql}) per_node GROUP BY ts ORDER BY ts",
         params,
@@ -164,7 +158,7 @@ def kueue_buckets(start: datetime, end: datetime, width: int) -> list[tuple[Any,
     """Kueue samples in ``(start, end]`` per (queue id, bucket of ``width`` seconds), in order:
     (queue id, bucket, pending active, pending inadmissible, admitted active, admitted, wait p50,
     wait p95) — averages, the admitted sum and the worst p95."""
-    return _fetch(
+    return fetch(
         "SELECT cluster_queue_id, date_bin(make_interval(secs => %s), ts, %s) AS bucket, "
         "avg(pending_active), avg(pending_inadmissible), avg(admitted_active), sum(admitted), "
         "avg(wait_p50), max(wait_p95) FROM ingest_kueuesample WHERE ts > %s AND ts <= %s "
@@ -175,7 +169,7 @@ def kueue_buckets(start: datetime, end: datetime, width: int) -> list[tuple[Any,
 
 def stalled_queue_ids(start: datetime, end: datetime) -> set[int]:
     """Queues pending at every sample of ``(start, end]`` (more than one) and admitting nothing."""
-    rows = _fetch(
+    rows = fetch(
         "SELECT cluster_queue_id FROM ingest_kueuesample WHERE ts > %s AND ts <= %s "
         "GROUP BY cluster_queue_id HAVING count(*) > 1 "
         "AND min(coalesce(pending_active, 0) + coalesce(pending_inadmissible, 0)) > 0 "

@@ -38,16 +38,31 @@ class NodeSeries(NamedTuple):
     source: str
 
 
-def _node_series(
-    node: str, family: str, start: datetime, end: datetime, step: int, tiles: bool
-) -> NodeSeries:
+class NodePlan(NamedTuple):
+    """How a node's series over a window are read: rollups or raw rows, at what step, tiles or not."""
+
+    rollup: bool
+    step: int
+    tiled: bool
+
+
+def node_plan(start: datetime, end: datetime, step: int, tiles: bool) -> NodePlan:
+    """Rollups at >= 6 h or where raw rows are gone (then at least 5-minute steps), and the
+    hourly node tiles for those where ``tiles`` and the tiles cover the window."""
     # 6 h at full width asks for 60 s steps: 5× the rollups' points, from ~2,300 raw rows.
     rollup = end - start >= NODE_ROLLUP_WINDOW or use_rollup(start, end, step)
     step = max(step, ROLLUP_STEP_SECONDS) if rollup else step
+    return NodePlan(rollup, step, rollup and tiles and node_tiles.covers(start, end, step))
+
+
+def _node_series(
+    node: str, family: str, start: datetime, end: datetime, step: int, tiles: bool
+) -> NodeSeries:
+    rollup, step, tiled = node_plan(start, end, step, tiles)
     times = bucket_times(start, end, step)
     until: datetime | None = None
     series: dict[str, dict[str, list[float | None]]] = {}
-    if rollup and tiles and node_tiles.covers(start, end, step):
+    if tiled:
         until, series = node_tiles.series(node, family, start, end)
     if until is None:  # not tiled (or no cursor: what the tiles hold is not known)
         series = _stored_series(node, family, start, end, step, rollup)

@@ -8,6 +8,7 @@ import pytest
 
 from ingest import node_page, selectors
 from ingest.models import IbPort, IngestCursor, Node, PoolChange, XidEvent
+from ingest.selectors.series import node_plan
 from runs import selectors as run_selectors
 from runs.models import Job, Pod, PodAssignment
 from tests.ingest.test_node_tiles import PRESENCE, T0, WINDOWS, write_as_ingest
@@ -53,7 +54,7 @@ def test_both_families_in_one_read_equal_the_selectors_exactly() -> None:
     assert list(gpus.series) == ["0", "1"] and list(ports.series) == ["mlx5_0", "mlx5_1"]
     assert (gpus.step, gpus.source, len(gpus.times)) == (300, "rollup", 72)
     assert gpus.series["0"]["power"][24:71] == [300.0] * 47  # the 4 h of data end the window
-    assert node_page._tiled(*SPANS[0], True) and not node_page._tiled(*SPANS[4], True)
+    assert node_plan(*SPANS[0], True).tiled and not node_plan(*SPANS[4], True).tiled
 
 
 def test_without_a_cursor_both_families_read_the_rollups() -> None:
