@@ -10,10 +10,18 @@ HTTP/1.1, logged-in session) against the web server as deployed
 (``python -m config.serve``: uvicorn, ``--workers`` processes, DEBUG off, collected
 static files). Each user loops overview page → overview JSON → fabric
 page → 24 h IB heatmap JSON → 24 h GPU heatmap JSON → a random node page →
-its JSON, with ``--think`` seconds between requests. The load runs four times on fresh
-servers with an empty cache, node pages read from the rollups (``DASHBOARD_NODE_TILES=0``,
-the reference) and from the hourly node tiles alternately, each pooled over its two runs;
-before it, the node page alone (in process, one request at a time) both ways.
+its JSON, with ``--think`` seconds between requests. Each user starts its round at a
+random one of those seven requests (within the first ``--think`` seconds), so the users
+are independent: each kind of request arrives spread over the round. The load runs six
+times on fresh servers with an empty cache, alternating three configurations, each pooled
+over its two runs: node pages read from the rollups (``DASHBOARD_NODE_TILES=0``, the
+reference) and from the hourly node tiles, both through ``config.handler.OneHopASGIHandler``,
+and the node tiles through Django's own ``ASGIHandler`` (``bench/stock_asgi.py``, the
+reference for the handler). Before it, the node page alone (in process, one request at a
+time) both ways. A seventh run, not judged, has every user start its round at the
+overview (the model before 2026-12-01 22:00 UTC): the 50 users then stay in step, every
+user asks for a node page within the same second of each ~8 s round, and the table shows
+what such a burst costs.
 Reported: p50/p95/max per request kind and overall, errors (goal: every kind's
 p95 ≤ 300 ms, the node page's p50 ≤ 150 ms, 0 errors), then every
 websocket client's delay from an ingest commit (cursor advanced, event
@@ -153,14 +161,21 @@ def user_paths(nodes: int, rng: random.Random) -> list[tuple[str, str]]:
     ]
 
 
-def browse(port: int, cookie: str, nodes: int, until: float, think: float, seed: int) -> list:
-    """One virtual user until ``until``: [(kind, seconds, status or error)]."""
+def browse(port: int, cookie: str, nodes: int, until: float, think: float, seed: int,
+           in_step: bool = False) -> list:  # fmt: skip
+    """One virtual user until ``until``: [(kind, seconds, status or error)].
+
+    The user starts its round at a random request (``in_step``: at the overview, as every
+    other user does) and keeps that order, within the first ``think`` seconds.
+    """
     rng, results = random.Random(seed), []
-    time.sleep(rng.random() * think)  # users do not arrive in lockstep
+    first = 0 if in_step else rng.randrange(len(user_paths(nodes, rng)))
+    time.sleep(rng.random() * think)  # users do not arrive at the same instant
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     headers = {"Cookie": f"sessionid={cookie}", "Host": "127.0.0.1"}
     while time.monotonic() < until:
-        for kind, path in user_paths(nodes, rng):
+        paths = user_paths(nodes, rng)
+        for kind, path in paths[first:] + paths[:first]:
             began = time.perf_counter()
             try:
                 conn.request("GET", path, headers=headers)
@@ -186,11 +201,12 @@ def percentile(values: list[float], fraction: float) -> float:
 Samples = dict[str, list[float]]
 
 
-def http_load(port: int, cookie: str, args: argparse.Namespace) -> tuple[Samples, int]:
+def http_load(port: int, cookie: str, args: argparse.Namespace,
+              in_step: bool = False) -> tuple[Samples, int]:  # fmt: skip
     """Run the users; print the latency table; return (seconds per request kind, errors)."""
     until = time.monotonic() + args.seconds
     with ThreadPoolExecutor(max_workers=args.users) as pool:
-        runs = [pool.submit(browse, port, cookie, args.nodes, until, args.think, seed)
+        runs = [pool.submit(browse, port, cookie, args.nodes, until, args.think, seed, in_step)
                 for seed in range(args.users)]  # fmt: skip
         results = [item for run in runs for item in run.result()]
     by_kind: Samples = defaultdict(list)
@@ -213,6 +229,11 @@ def table(by_kind: Samples) -> None:
             f"{1000 * percentile(values, 0.95):8.0f} {1000 * max(values):8.0f}")  # fmt: skip
 
 
+def _of_kind(by_kind: Samples, kind: str) -> list[float]:
+    """The seconds of one kind of request, or of every request ("ALL")."""
+    return [v for values in by_kind.values() for v in values] if kind == "ALL" else by_kind[kind]
+
+
 def judge(by_kind: Samples, errors: int) -> bool:
     """Print the goals (every kind's p95 ≤ 300 ms, node page p50 ≤ 150 ms, 0 errors); met?"""
     worst = max((percentile(v, 0.95), kind) for kind, v in by_kind.items())
@@ -228,40 +249,65 @@ def judge(by_kind: Samples, errors: int) -> bool:
 
 
 SOURCES = {"0": "rollups (DASHBOARD_NODE_TILES=0, the reference)", "1": "hourly node tiles"}
+HANDLERS = {
+    "one-hop": ("config.asgi's OneHopASGIHandler", None),
+    "django": ("Django's own ASGIHandler (the reference)", "bench.stock_asgi:application"),
+}
+#: (node page source, HTTP handler) per run, alternated: load from outside the bench falls on each.
+RUNS = [("0", "one-hop"), ("1", "one-hop"), ("1", "django")] * 2
 
 
 def load_both(cookie: str, web: dict, args: argparse.Namespace) -> None:
-    """The HTTP load with node pages from the rollups (reference) and from the node tiles,
-    alternated (reference, tiles, reference, tiles: load from outside the bench falls on both),
-    each run on a fresh server with an empty cache; then each one's runs pooled."""
+    """The HTTP load, each run on a fresh server with an empty cache: node pages from the
+    rollups (reference) against the node tiles, and config.asgi's one-hop handler against
+    Django's own (reference), runs alternated; then each configuration's runs pooled; then
+    one run with the users in step (not judged)."""
     from django.core.cache import cache
 
     from tests.support.processes import run_asgi_server
 
-    pooled: dict[str, tuple[Samples, int]] = {
-        "0": (defaultdict(list), 0),
-        "1": (defaultdict(list), 0),
-    }
-    for tiles in ("0", "1", "0", "1"):
+    def describe(tiles: str, handler: str) -> str:
+        return (f"{args.users} users, {args.seconds} s, {args.think} s think time, web server: "
+                f"uvicorn, {args.workers} worker process(es), {HANDLERS[handler][0]}; node pages "
+                f"from {SOURCES[tiles]}")  # fmt: skip
+
+    pooled: dict[tuple[str, str], tuple[Samples, int]] = {}
+    for tiles, handler in RUNS:
         cache.clear()  # the bench's own Redis database: every run starts cold
-        env = {**web, "env": {**web["env"], "DASHBOARD_NODE_TILES": tiles}}
+        env = {
+            **web,
+            "env": {**web["env"], "DASHBOARD_NODE_TILES": tiles},
+            "app": HANDLERS[handler][1],
+        }
         with run_asgi_server(**env) as server:
-            say(f"\nHTTP: {args.users} users, {args.seconds} s, {args.think} s think time, "
-                f"web server: uvicorn, {args.workers} worker process(es); node pages from {SOURCES[tiles]}")  # fmt: skip
+            say(f"\nHTTP: {describe(tiles, handler)}")
             by_kind, errors = http_load(server.port, cookie, args)
             report_rss(server.process.pid, "under HTTP load")
-        samples, total = pooled[tiles]
+        samples, total = pooled.get((tiles, handler), (defaultdict(list), 0))
         for kind, values in by_kind.items():
             samples[kind] += values
-        pooled[tiles] = (samples, total + errors)
-    for tiles in ("0", "1"):
-        say(f"\nboth runs pooled, node pages from {SOURCES[tiles]}:")
-        table(pooled[tiles][0])
-        judge(*pooled[tiles])
-    before, after = pooled["0"][0]["node page"], pooled["1"][0]["node page"]
-    say(f"\nnode page p50 / p95: rollups {1000 * statistics.median(before):.0f} / "
-        f"{1000 * percentile(before, 0.95):.0f} ms -> node tiles {1000 * statistics.median(after):.0f} / "
-        f"{1000 * percentile(after, 0.95):.0f} ms, same data, runs alternated")  # fmt: skip
+        pooled[tiles, handler] = (samples, total + errors)
+    for (tiles, handler), (samples, errors) in pooled.items():
+        say(f"\nruns pooled: {describe(tiles, handler)}")
+        table(samples)
+        judge(samples, errors)
+    for label, reference, chosen in (
+        ("node pages rollups -> node tiles (one-hop handler)", ("0", "one-hop"), ("1", "one-hop")),
+        ("Django's handler -> one-hop handler (node tiles)", ("1", "django"), ("1", "one-hop")),
+    ):
+        before, after = pooled[reference][0], pooled[chosen][0]
+        say(f"\n{label}, same data, runs alternated:")
+        for kind in ("node page", "ALL"):
+            old, new = (_of_kind(samples, kind) for samples in (before, after))
+            say(f"  {kind:<10} p50 {1000 * statistics.median(old):.0f} -> {1000 * statistics.median(new):.0f} ms, "
+                f"p95 {1000 * percentile(old, 0.95):.0f} -> {1000 * percentile(new, 0.95):.0f} ms")  # fmt: skip
+    cache.clear()
+    env = {**web, "env": {**web["env"], "DASHBOARD_NODE_TILES": "1"}}
+    with run_asgi_server(**env) as server:
+        say(f"\nHTTP, users in step (not judged): every user starts its round at the overview; "
+            f"{describe('1', 'one-hop')}")  # fmt: skip
+        http_load(server.port, cookie, args, in_step=True)
+        report_rss(server.process.pid, "under HTTP load in step")
 
 
 def node_page_alone(cookie: str, nodes: int, rounds: int = 60) -> None:

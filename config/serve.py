@@ -1,6 +1,6 @@
 """The web server: uvicorn serving ``config.asgi`` (HTTP + websockets) with worker processes.
 
-    python -m config.serve [--host 127.0.0.1] [--port 8000] [--workers N]
+    python -m config.serve [--host 127.0.0.1] [--port 8000] [--workers N] [--app MODULE:NAME]
 
 One place for how the web tier runs, used by ``make demo``, the benchmarks,
 the browser tests and the container image. Django's sync views run one at a
@@ -30,10 +30,13 @@ DEFAULT_WORKERS = 2
 WORKER_ENV = {"DATABASE_POOL_SIZE": "8", "MALLOC_ARENA_MAX": "2"}
 
 
-def argv(host: str, port: int, workers: int) -> list[str]:
+APP = "config.asgi:application"
+
+
+def argv(host: str, port: int, workers: int, app: str = APP) -> list[str]:
     """The uvicorn command line (this interpreter) for ``workers`` processes on host:port."""
     return [
-        sys.executable, "-m", "uvicorn", "config.asgi:application",
+        sys.executable, "-m", "uvicorn", app,
         "--host", host, "--port", str(port), "--workers", str(workers),
         "--lifespan", "off", "--no-access-log", "--ws", "websockets-sansio",
         "--timeout-graceful-shutdown", "5",
@@ -57,7 +60,7 @@ def default_workers() -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    """The command line: --host, --port, --workers."""
+    """The command line: --host, --port, --workers, --app."""
     command = argparse.ArgumentParser(
         prog="python -m config.serve", description=__doc__.splitlines()[0]
     )
@@ -66,6 +69,11 @@ def parser() -> argparse.ArgumentParser:
     command.add_argument(
         "--workers", type=int, default=None, help="default: WEB_CONCURRENCY, else 2"
     )
+    command.add_argument(
+        "--app",
+        default=APP,
+        help=f"the ASGI application (default {APP}; the benchmarks' reference differs)",
+    )
     return command
 
 
@@ -73,7 +81,7 @@ def main() -> None:
     """Parse the options and replace this process with uvicorn (same PID: signals reach it)."""
     options = parser().parse_args()
     workers = options.workers or default_workers()
-    command = argv(options.host, options.port, workers)
+    command = argv(options.host, options.port, workers, options.app)
     os.execve(sys.executable, command, environment())
 
 

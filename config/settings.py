@@ -349,7 +349,12 @@ CACHES = {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": "clusterwatch",
-        "OPTIONS": {"socket_timeout": 2, "socket_connect_timeout": 2},
+        # One pool per process, not one per request context (core/redis_pool.py).
+        "OPTIONS": {
+            "socket_timeout": 2,
+            "socket_connect_timeout": 2,
+            "pool_class": "core.redis_pool.SharedConnectionPool",
+        },
     }
 }
 # Sessions live in Postgres, read through Redis: a page view costs no session query.

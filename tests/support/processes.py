@@ -317,15 +317,18 @@ def run_asgi_server(
     log_dir: Path | None = None,
     timeout: float = START_TIMEOUT_SECONDS,
     workers: int = 1,
+    app: str | None = None,
 ) -> Iterator[AsgiServer]:
     """The web server as deployed (``python -m config.serve``) on a free port of 127.0.0.1.
 
-    Ready once /healthz answers 200; ``workers`` processes (1: the server is this PID).
+    Ready once /healthz answers 200; ``workers`` processes (1: the server is this PID);
+    ``app``: another ASGI application than config.asgi's (a benchmark's reference).
     """
     from config.serve import environment
 
     port = free_port()
     argv = [PYTHON, "-m", "config.serve", "--port", str(port), "--workers", str(workers)]
+    argv += ["--app", app] if app else []
     ready = _answers_200(f"http://127.0.0.1:{port}/healthz")
     with run_process("web", argv, environment(dict(env)), ready, log_dir, timeout) as process:
         yield AsgiServer(process, port)
