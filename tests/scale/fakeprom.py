@@ -74,14 +74,17 @@ def _handler(fake: FakePrometheus) -> type[BaseHTTPRequestHandler]:
             try:
                 time.sleep(fake.delay)
                 body = json.dumps(fake.answer(path)).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
             finally:
+                # Out of flight before the answer is written: a client may send its next query
+                # as soon as it has read this one, and that query's thread must not find this
+                # one still counted (a race that made limit 3 read as 4).
                 with fake.lock:
                     fake.in_flight -= 1
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
 
         do_GET = do_POST = _serve  # noqa: N815 - http.server's naming
 
