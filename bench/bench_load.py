@@ -147,18 +147,17 @@ def session_cookie() -> str:
     return client.cookies["sessionid"].value
 
 
+#: The request kinds of one user's round, in order.
+KINDS = ("overview page", "overview json", "fabric page", "heatmap ib 24h", "heatmap gpu 24h",
+         "node page", "node json")  # fmt: skip
+
+
 def user_paths(nodes: int, rng: random.Random) -> list[tuple[str, str]]:
     """One user's round through the dashboard: (kind, path)."""
     node = f"gpu-{rng.randrange(nodes):04d}"
-    return [
-        ("overview page", "/"),
-        ("overview json", "/api/v1/overview"),
-        ("fabric page", "/fabric/"),
-        ("heatmap ib 24h", "/api/v1/heatmap?metric=ib_tx&window=24h"),
-        ("heatmap gpu 24h", "/api/v1/heatmap?metric=gpu_util&window=24h"),
-        ("node page", f"/nodes/{node}/"),
-        ("node json", f"/api/v1/nodes/{node}"),
-    ]
+    paths = ["/", "/api/v1/overview", "/fabric/", "/api/v1/heatmap?metric=ib_tx&window=24h",
+             "/api/v1/heatmap?metric=gpu_util&window=24h", f"/nodes/{node}/", f"/api/v1/nodes/{node}"]  # fmt: skip
+    return list(zip(KINDS, paths, strict=True))
 
 
 def browse(port: int, cookie: str, nodes: int, until: float, think: float, seed: int,
@@ -169,7 +168,7 @@ def browse(port: int, cookie: str, nodes: int, until: float, think: float, seed:
     other user does) and keeps that order, within the first ``think`` seconds.
     """
     rng, results = random.Random(seed), []
-    first = 0 if in_step else rng.randrange(len(user_paths(nodes, rng)))
+    first = 0 if in_step else rng.randrange(len(KINDS))
     time.sleep(rng.random() * think)  # users do not arrive at the same instant
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     headers = {"Cookie": f"sessionid={cookie}", "Host": "127.0.0.1"}
@@ -223,8 +222,7 @@ def http_load(port: int, cookie: str, args: argparse.Namespace,
 def table(by_kind: Samples) -> None:
     """p50 / p95 / max per request kind and over all."""
     say(f"{'request':<18} {'n':>6} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
-    every = [v for values in by_kind.values() for v in values]
-    for kind, values in [*by_kind.items(), ("ALL", every)]:
+    for kind, values in [*by_kind.items(), ("ALL", _of_kind(by_kind, "ALL"))]:
         say(f"{kind:<18} {len(values):6d} {1000 * statistics.median(values):8.0f} "
             f"{1000 * percentile(values, 0.95):8.0f} {1000 * max(values):8.0f}")  # fmt: skip
 

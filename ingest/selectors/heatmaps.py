@@ -187,7 +187,12 @@ def rail_matrix(metric: str, start: datetime, end: datetime) -> RailMatrix:
     aggregate (mean for rates/gauges, total for errors, minimum for state).
     """
     spec, rollup = HEATMAP_METRICS[metric], use_rollup(start, end)
-    ib = spec.family == Family.IB
+    # The device's id column in the samples, its rail name, and the join that names it.
+    device, rail, names = (
+        ("port_id", "p.device", "JOIN ingest_ibport p ON p.id = a.device ")
+        if spec.family == Family.IB
+        else ("gpu", "a.device::text", "")
+    )
     # Raw samples: the reader's own bounds are the window (a second ts test on decoded history
     # rows would make the planner expect a handful of rows, and probe both joins per row).
     where = "WHERE s.ts >= %s AND s.ts < %s" if rollup else ""
@@ -195,12 +200,10 @@ def rail_matrix(metric: str, start: datetime, end: datetime) -> RailMatrix:
     # row to its node and port first cost a third of the read (same rows in the same order, so
     # the same values: bench/RESULTS.md "rails, after this run").
     rows = fetch(
-        f"SELECT n.name, {'p.device' if ib else 'a.device::text'}, a.value FROM ("
-        f"SELECT s.node_id, s.{'port_id' if ib else 'gpu'} AS device, "
-        f"{spec.outer}({spec.per_device}) AS value "
+        f"SELECT n.name, {rail}, a.value FROM ("
+        f"SELECT s.node_id, s.{device} AS device, {spec.outer}({spec.per_device}) AS value "
         f"FROM {source_table(spec.family, rollup, uses=spec.per_device)} s {where} GROUP BY 1, 2) a "
-        f"{'JOIN ingest_ibport p ON p.id = a.device ' if ib else ''}"
-        "JOIN ingest_node n ON n.id = a.node_id",
+        f"{names}JOIN ingest_node n ON n.id = a.node_id",
         [start, end],
     )
     rails = sorted({r[1] for r in rows}, key=lambda d: (len(d), d))
