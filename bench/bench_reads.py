@@ -15,6 +15,9 @@ ways, each ``--rounds`` times in turn (the median is printed; ``--variants`` pic
 8. the same through PROMETHEUS_READ_PATH=remote_read: remote read (SAMPLES, batched) from
    one lookback before each query's first step, the answers computed by ``raw_steps``
    (exactly query_range's: tests/conformance/test_read_paths.py), folded alike;
+9. line 0 as ingest reads in the steady state since the sampling queries' context is kept
+   between windows (``sources.base.fetch_sampling``): those two queries from the window's
+   start step only (line 0 reads them from two of the longest scrape intervals before it);
 1. today's range queries decoded into ``Series`` (``decode``);
 2-4. each metric's raw series via ``read_raw`` over (window start - one step, window end]:
    remote read with XOR chunks, with SAMPLES, range selectors (``metric[60s]``);
@@ -88,11 +91,14 @@ def family_names(names: list[str]) -> list[list[str]]:
     return [gpu, [n for n in names if n not in gpu]]
 
 
-def fetch_start(kind: str, start: datetime, step: float) -> datetime:
+def fetch_start(kind: str, start: datetime, step: float, kept: bool = False) -> datetime:
     """Where today's query for a column of ``kind`` starts (``Window.fetch_start``, and the
-    sampling context of ``fetch_sampling``: two of the longest scrape intervals)."""
+    sampling context of ``fetch_sampling``: two of the longest scrape intervals, or with
+    ``kept``, the previous window's context kept, only the window's start step)."""
     from django.conf import settings
 
+    if kind == "sampled_at" and kept:
+        return start
     if kind == "sampled_at":
         longest = settings.INGEST_MAX_SCRAPE_INTERVAL_SECONDS
         return start - timedelta(seconds=-(-2 * longest // step) * step)
@@ -173,9 +179,9 @@ def variants(client_for, queries, names, window) -> dict[str, Callable[[], tuple
 
         return read
 
-    def ingests(path: str) -> Callable[[], tuple[int, int]]:
+    def ingests(path: str, kept: bool = False) -> Callable[[], tuple[int, int]]:
         def read() -> tuple[int, int]:
-            return folded(client_for(path), queries, path, window)
+            return folded(client_for(path), queries, path, window, kept)
 
         return read
 
@@ -183,6 +189,7 @@ def variants(client_for, queries, names, window) -> dict[str, Callable[[], tuple
     return {
         "0 today as ingest: query_range + fold": ingests("query_range"),
         "8 read_steps remote_read (exact) + fold": ingests("remote_read"),
+        "9 as 0, sampling context kept (now)": ingests("query_range", kept=True),
         "1 today: query_range + orjson": today,
         "2 read_raw remote read, XOR chunks": raw("remote_read", (STREAMED_XOR_CHUNKS,)),
         "3 read_raw remote read, SAMPLES": raw("remote_read", (SAMPLES,)),
@@ -193,16 +200,17 @@ def variants(client_for, queries, names, window) -> dict[str, Callable[[], tuple
     }
 
 
-def folded(client, queries, path: str, window) -> tuple[int, int]:  # noqa: ANN001
+def folded(client, queries, path: str, window, kept: bool = False) -> tuple[int, int]:  # noqa: ANN001
     """Ingest's reads of a cycle through ``step_reads.read_steps`` under ``path``, each answer
-    folded by (instance, gpu or device, port) as ``Collected.add_answers`` folds them."""
+    folded by (instance, gpu or device, port) as ``Collected.add_answers`` folds them
+    (``kept``: the sampling queries' context kept from the previous cycle)."""
     from django.test.utils import override_settings
 
     from ingest.normalize import Collected
     from ingest.step_reads import read_steps
 
     start, end, step = window
-    plan = [(q, fetch_start(kind, start, step)) for q, kind in queries]
+    plan = [(q, fetch_start(kind, start, step, kept)) for q, kind in queries]
     collected, names = Collected(), [str(i) for i in range(len(plan))]
     with override_settings(PROMETHEUS_READ_PATH=path):
         answers = list(read_steps(client, plan, end, step))

@@ -439,12 +439,15 @@ def main() -> None:
     parser.add_argument("--real-nodes", type=int, default=64)
     parser.add_argument("--real-hours", type=float, default=6.0)
     parser.add_argument("--nodes", type=int, default=512)
-    parser.add_argument("--days", type=int, default=1)
+    parser.add_argument("--days", type=int, default=1, help="part 2: nodes × days (0: skip part 2)")
     parser.add_argument(
         "--week-nodes", type=int, default=32, help="part 3: nodes × 7 days (0: skip part 3)"
     )
     parser.add_argument("--skip-real", action="store_true", help="parts 2 and 3 only")
     parser.add_argument("--keep", action="store_true", help="keep the database (to inspect plans)")
+    parser.add_argument(
+        "--section", default="bench_storage", help="the RESULTS.md section to write (replaced)"
+    )
     args = parser.parse_args()
 
     from bench._support import recreate_database, write_section
@@ -462,10 +465,11 @@ def main() -> None:
         if not args.skip_real:
             real_pipeline(args)
             _empty()
-        synthetic(2, args.nodes, args.days)
-        write_section("bench_storage", "\n".join(LINES))  # what is measured so far
-        if args.week_nodes:
+        if args.days:
+            synthetic(2, args.nodes, args.days)
+            write_section(args.section, "\n".join(LINES))  # what is measured so far
             _empty()
+        if args.week_nodes:
             synthetic(3, args.week_nodes, 7)
     finally:
         from django.db import connections
@@ -473,7 +477,7 @@ def main() -> None:
         connections.close_all()
         if not args.keep:
             recreate_database(BENCH_DB, drop_only=True)
-    write_section("bench_storage", "\n".join(LINES))
+    write_section(args.section, "\n".join(LINES))
 
 
 if __name__ == "__main__":

@@ -24,8 +24,9 @@ the time its newest sample was really taken. With it, at each step ``ts`` a unit
   remote-written or federated data carry no staleness markers).
 
 A unit's scrape interval is the spacing of its two newest samples seen at or
-before the step (the timestamps are fetched from ``2 x INGEST_MAX_SCRAPE_INTERVAL_SECONDS``
-before the window); a unit with one sample in view uses that maximum instead.
+before the step (the timestamps are known from ``2 x INGEST_MAX_SCRAPE_INTERVAL_SECONDS``
+before the window: read with the window, or kept from the previous window of the same query,
+``sources.base.fetch_sampling``); a unit with one sample in view uses that maximum instead.
 Without timestamps (the query failed or the unit has none) every value is computed
 as before, over the step.
 """

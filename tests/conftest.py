@@ -192,3 +192,12 @@ def asgi_server(
     log_dir = tmp_path_factory.mktemp("daphne")
     with run_asgi_server(subprocess_env(), log_dir=log_dir) as server:
         yield server
+
+
+@pytest.fixture(autouse=True)
+def _no_sampling_context_from_an_earlier_test() -> None:
+    """Each test's ingest reads its own sampling context (``ingest.sources.base.fetch_sampling``
+    keeps one per query and process; tests reuse epochs and, by chance, ports)."""
+    from ingest.sources.base import forget_sampling
+
+    forget_sampling()

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from django.conf import settings
 from django.db import connection
 
-from ..normalize import Collected, KeyOf
+from ..normalize import Collected, Folded, KeyOf
 from ..prometheus import Answer, PrometheusClient, PrometheusError, PrometheusUnavailable, decode
 from ..sampling import SAMPLED_AT, CarryIn, Sampling
 from ..step_reads import read_steps
@@ -59,19 +59,53 @@ class StoreResult:
     rows: int = 0
 
 
+#: Each sampling query's newest window in this process (``fetch_sampling``): key →
+#: (unix end of that window, its sample times over the context the next window needs).
+_SAMPLED: dict[tuple[object, ...], tuple[float, Folded]] = {}
+#: At most this many kept (a shard's key changes with its nodes; the oldest go first).
+SAMPLED_KEPT = 64
+
+
 def fetch_sampling(
     client: PrometheusClient, promql: str, window: Window, unit_of: KeyOf
 ) -> Sampling | None:
     """Each unit's sample times (``ingest.sampling``) over the window and the context before
-    it (two of the longest scrape intervals); None when the backend answered none."""
+    it (two of the longest scrape intervals); None when the backend answered none.
+
+    The context is read once: when the previous window of the same query (same backend,
+    shard and step) was read in this process and ended where this one starts, only the
+    window's steps and the step at its start are asked for (the start step again, as the
+    counters' context point is, so both see the same sample there), and the older context
+    is that window's answer. A failed query is None, as with the whole context.
+    """
     longest = settings.INGEST_MAX_SCRAPE_INTERVAL_SECONDS
     context = -(-2 * longest // window.step) * window.step
+    first, last = window.start.timestamp(), window.end.timestamp()
+    key = (
+        client.url, getattr(client, "matcher", None), getattr(client, "shard", None),
+        promql, window.step,
+    )  # fmt: skip
+    end, kept = _SAMPLED.pop(key, (None, None))
+    carried = kept if end == first else None
+    start = window.start if carried is not None else window.start - timedelta(seconds=context)
     collected = Collected()
-    start = window.start - timedelta(seconds=context)
     collected.add_answers(
         [SAMPLED_AT], read_steps(client, [(promql, start)], window.end, window.step), unit_of
     )
-    return Sampling.of(collected.columns.get(SAMPLED_AT, {}), window.step)
+    if SAMPLED_AT not in collected.columns:  # the query failed
+        return None
+    at = collected.columns[SAMPLED_AT]
+    if carried is not None:
+        at = {**{ts: units for ts, units in carried.items() if ts < first}, **at}
+    _SAMPLED[key] = (last, {ts: units for ts, units in at.items() if ts >= last - context})
+    while len(_SAMPLED) > SAMPLED_KEPT:
+        del _SAMPLED[next(iter(_SAMPLED))]
+    return Sampling.of(at, window.step)
+
+
+def forget_sampling() -> None:
+    """Drop every kept sampling context (the next window of each query reads its own)."""
+    _SAMPLED.clear()
 
 
 def read_answer(client: PrometheusClient, promql: str, window: Window) -> Answer:
