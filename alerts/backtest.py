@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
+
 from . import inputs
 from . import overrides as overrides_
 from .lifecycle import episodes
@@ -125,22 +127,29 @@ def backtest(rule_id: str, since_seconds: float, overrides: dict[str, Any] | Non
     everything[rule_id] = rs
     runs = _variants(rule_id, everything, scoped or [])
     started = time.perf_counter()
+    batched = "gpu" in rule.needs  # its candidates' whole series, a batch of GPUs at a time
     data = inputs.fetch(everything, now=now, span=since_seconds,
-                        extra=overrides_.extra_settings({rule_id: runs}))  # fmt: skip
+                        extra=overrides_.extra_settings({rule_id: runs}),
+                        gpu_keys_only=batched)  # fmt: skip
     as_of = rule.as_of(data)
     report = BacktestReport(rule_id, rs, as_of - since_seconds, as_of)
     overridden = overrides_.overridden_nodes(runs)
-    for variant in runs:
-        vs = variant.settings
-        for signal in rule.signals(data, vs):
-            if not variant.keeps(signal, overridden):
-                continue
-            for ep in episodes(signal, as_of, vs.for_seconds, vs.keep_firing_for_seconds):
-                if ep.fired_at >= report.start:
-                    summary = signal.describe(ep.last_index).summary
-                    report.fired.append(
-                        Fired(signal.labels, ep.since, ep.fired_at, ep.resolved_at, summary)
-                    )
+    batches = inputs.gpu_batches(data, settings.ALERTS_BACKTEST_BATCH_POINTS) if batched else [None]
+    for batch in batches:
+        if batch is not None:
+            data.gpu = batch
+        for variant in runs:
+            vs = variant.settings
+            for signal in rule.signals(data, vs):
+                if not variant.keeps(signal, overridden):
+                    continue
+                for ep in episodes(signal, as_of, vs.for_seconds, vs.keep_firing_for_seconds):
+                    if ep.fired_at >= report.start:
+                        summary = signal.describe(ep.last_index).summary
+                        report.fired.append(
+                            Fired(signal.labels, ep.since, ep.fired_at, ep.resolved_at, summary)
+                        )
+    data.gpu = []
     report.fired.sort(key=lambda f: (f.fired_at, sorted(f.labels.items())))
     report.seconds = time.perf_counter() - started
     return report

@@ -15,7 +15,7 @@ migration 0006), whole series and last samples through the primary keys.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from django.conf import settings
@@ -27,7 +27,7 @@ from runs.selectors import alerting as run_reads
 
 from . import health_inputs
 from .rules import REGISTRY, RuleSettings
-from .rules.data import Assignment, EvaluationData, RunCheckpoints
+from .rules.data import Assignment, EvaluationData, GpuPoint, RunCheckpoints
 
 # Sparse or small datasets: (EvaluationData attribute, read, family whose cursor ends the window).
 SPARSE: dict[str, tuple[str, Callable[[list[float]], list[Any]], Family]] = {
@@ -109,6 +109,7 @@ def fetch(
     previous: dict[str, float] | None = None,
     span: float | None = None,
     extra: Extra = None,
+    gpu_keys_only: bool = False,
 ) -> EvaluationData:
     """All the data the enabled rules need, as of each family's ingest cursor.
 
@@ -117,6 +118,8 @@ def fetch(
     ALERTS_MAX_CATCHUP_SECONDS more), so no stored step goes unjudged. ``span``
     (backtests) widens every window by that many seconds. ``extra``: more settings per rule
     (per-pool / per-GPU-model overrides) whose look-backs and prefilters are covered too.
+    ``gpu_keys_only``: the GPU prefilter's candidates are listed (``data.gpu_keys``), their
+    series not read (``gpu_batches`` reads them a batch at a time).
     """
     now = clock.now().timestamp() if now is None else now  # the one clock (tests pin it)
     LAST_TIMINGS.clear()
@@ -143,7 +146,7 @@ def fetch(
     filters, marks = prefilters(rule_settings, extra), history_marks(rule_settings, extra)
     if need.keys() & set(GPU_DATASETS):
         gpu_filter = (*_predicate(filters, need, "gpu"), marks.get("gpu"))
-        _fetch_gpu(data, need, window, gpu_filter, span is not None)
+        _fetch_gpu(data, need, window, gpu_filter, span is not None, gpu_keys_only)
     if need.keys() & set(IB_DATASETS):
         ib_filter = (*_predicate(filters, need, "ib"), marks.get("ib"))
         _fetch_ib(data, need, window, ib_filter)
@@ -179,15 +182,27 @@ def _predicate(filters: dict, need: dict[str, float], dataset: str) -> tuple[str
 
 
 def _fetch_gpu(data: EvaluationData, need: dict[str, float], window: Any,
-               predicate: tuple[str, list[Any], str | None], backtest: bool) -> None:  # fmt: skip
+               predicate: tuple[str, list[Any], str | None], backtest: bool,
+               keys_only: bool = False) -> None:  # fmt: skip
     """Prefilter candidates' whole series, NVLink error steps, node sample times: index-backed."""
-    if "gpu" in need:
+    if "gpu" in need and keys_only:
+        data.gpu_keys = rule_inputs.gpu_candidate_keys(window("gpu", Family.GPU), predicate)
+    elif "gpu" in need:
         data.gpu = rule_inputs.gpu_series(window("gpu", Family.GPU), predicate)
     if "nvlink" in need:
         data.nvlink = rule_inputs.nvlink_steps(window("nvlink", Family.GPU))
     if "gpu_times" in need:
         times = rule_inputs.gpu_sample_times(window("gpu_times", Family.GPU), every=backtest)
         data.sample_times = {(Family.GPU.value, node): seq for node, seq in times.items()}
+
+
+def gpu_batches(data: EvaluationData, points: int) -> Iterator[list[GpuPoint]]:
+    """The whole series of ``data.gpu_keys`` (``fetch(gpu_keys_only=True)``) over the GPU
+    window, as many GPUs at a time as hold about ``points`` steps (at least one)."""
+    bounds = [data.window_starts["gpu"], data.as_of_family(Family.GPU)]
+    size = max(1, int(points * data.step // max(bounds[1] - bounds[0], data.step)))
+    for first in range(0, len(data.gpu_keys), size):
+        yield rule_inputs.gpu_series_of(bounds, data.gpu_keys[first : first + size])
 
 
 def _fetch_ib(

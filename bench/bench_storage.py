@@ -327,8 +327,9 @@ def _timed(read: Callable[[], object], runs: int = 3) -> float:
     return statistics.median(times)
 
 
-def reads(nodes: int, days: int) -> dict[str, float]:
-    """Each read path over the synthetic data, median of 3 runs (seconds)."""
+def reads(nodes: int, days: int, backtest_hours: float | None = None) -> dict[str, float]:
+    """Each read path over the synthetic data, median of 3 runs (seconds); the backtest over
+    the last ``backtest_hours`` (default: the whole span)."""
     from alerts.backtest import backtest
     from ingest import rollups, run_series, selectors
 
@@ -337,6 +338,7 @@ def reads(nodes: int, days: int) -> dict[str, float]:
     run_nodes = _sql("SELECT id, name FROM ingest_node ORDER BY id LIMIT 64")
     holdings = [(i, DAY0, end) for i, _name in run_nodes]
     mid = DAY0 + timedelta(hours=12)
+    hours = days * 24 if backtest_hours is None else backtest_hours
 
     def node_page(span: timedelta) -> Callable[[], object]:
         return lambda: (selectors.node_gpu_series(node, end - span, end, 300),
@@ -356,9 +358,9 @@ def reads(nodes: int, days: int) -> dict[str, float]:
                 run_series.ib_series(holdings, DAY0, end),
             )
         ),
-        f"backtest gpu_tensor_drift over {days * 24} h": _timed(
+        f"backtest gpu_tensor_drift over {hours:g} h": _timed(
             lambda: backtest(
-                "gpu_tensor_drift", days * 86400.0, {"require_run": False}, now=end.timestamp()
+                "gpu_tensor_drift", hours * 3600.0, {"require_run": False}, now=end.timestamp()
             ),
             runs=1,
         ),
@@ -384,12 +386,16 @@ def backend_cpu_seconds() -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def synthetic(part: int, nodes: int, days: int) -> None:
-    """Parts 2 and 3: reads on the hot layout, compaction cost, the same reads on compacted history."""
+def synthetic(
+    part: int, nodes: int, days: int, backtest_hours: float | None = None, write: bool = True
+) -> None:
+    """Parts 2 and 3: reads on the hot layout, compaction cost, the same reads on compacted history
+    (``write``: False reads rows an earlier run wrote, e.g. one stopped in its reads)."""
     from ingest import compaction
 
     began = time.perf_counter()
-    write_synthetic(nodes, days)
+    if write:
+        write_synthetic(nodes, days)
     rows = int(
         _sql(
             "SELECT (SELECT count(*) FROM ingest_gpusample) + (SELECT count(*) FROM ingest_ibsample)"
@@ -397,7 +403,7 @@ def synthetic(part: int, nodes: int, days: int) -> None:
     )
     hot = relation_bytes(HOT)
     print(f"  {rows:,} rows written in {time.perf_counter() - began:.0f} s", flush=True)
-    old = reads(nodes, days)
+    old = reads(nodes, days, backtest_hours)
     worker, backend = time.process_time(), backend_cpu_seconds()
     report = compaction.compact(
         now=DAY0 + timedelta(days=days, hours=7), budget_seconds=1e9,
@@ -406,7 +412,7 @@ def synthetic(part: int, nodes: int, days: int) -> None:
     worker, backend = time.process_time() - worker, backend_cpu_seconds() - backend
     _sql("VACUUM ANALYZE")
     compacted = relation_bytes(HISTORY)
-    new = reads(nodes, days)
+    new = reads(nodes, days, backtest_hours)
     per_day = (worker + backend) / days
     say()
     say(f"## Part {part}: {nodes} nodes × {days} day(s) of synthetic rows ({rows:,} rows)")
@@ -448,6 +454,11 @@ def main() -> None:
     parser.add_argument(
         "--section", default="bench_storage", help="the RESULTS.md section to write (replaced)"
     )
+    parser.add_argument(
+        "--week-backtest-hours", type=float, default=None,
+        help="part 3's backtest over the week's last H hours (default: all 168; a backtest holds "
+        "its candidates' rows in memory: ~250 MB per hour at 512 nodes when every GPU is one)",
+    )  # fmt: skip
     args = parser.parse_args()
 
     from bench._support import recreate_database, write_section
@@ -470,7 +481,7 @@ def main() -> None:
             write_section(args.section, "\n".join(LINES))  # what is measured so far
             _empty()
         if args.week_nodes:
-            synthetic(3, args.week_nodes, 7)
+            synthetic(3, args.week_nodes, 7, args.week_backtest_hours)
     finally:
         from django.db import connections
 

@@ -217,6 +217,9 @@ ALERTS_MAX_SAMPLE_GAP_SECONDS = env.env_int(
     "ALERTS_MAX_SAMPLE_GAP_SECONDS", 3 * INGEST_STEP_SECONDS, minimum=1
 )
 ALERTS_MAX_CATCHUP_SECONDS = env.env_int("ALERTS_MAX_CATCHUP_SECONDS", 3600, minimum=0)
+# A backtest reads its candidate GPUs' whole series about this many steps at a time (~300 B each
+# in memory), so a week at any cluster size fits a web worker (alerts.backtest).
+ALERTS_BACKTEST_BATCH_POINTS = env.env_int("ALERTS_BACKTEST_BATCH_POINTS", 500_000, minimum=1)
 # A new alert whose condition already held at its look-back's start: how far back its real start
 # is searched (first span, growing x4, up to the maximum; alerts.since). 0 turns the walk-back off.
 ALERTS_SINCE_FIRST_WALKBACK_SECONDS = env.env_int(

@@ -64,6 +64,8 @@ class EvaluationData:
     max_gap: float
     step: float = 30.0
     gpu: list[GpuPoint] = field(default_factory=list)
+    # (node id, GPU) of the GPU prefilter's candidates, when ``gpu`` is read in batches (backtests).
+    gpu_keys: list[tuple[int, int]] = field(default_factory=list)
     nvlink: list[NvlinkPoint] = field(default_factory=list)
     ib: list[IbPoint] = field(default_factory=list)
     ib_errors: list[IbErrorPoint] = field(default_factory=list)

@@ -59,6 +59,19 @@ def gpu_series(bounds: Bounds, predicate: Predicate) -> list[GpuPoint]:
     return list(map(GpuPoint._make, rows))
 
 
+def gpu_candidate_keys(bounds: Bounds, predicate: Predicate) -> list[tuple[int, int]]:
+    """(node id, GPU) of the GPUs with a sample matching the prefilter in the window, sorted."""
+    sql, params, mark = predicate
+    rows = _rows(q.gpu_candidate_keys(mark, sql), [*q.twice(bounds), *params], "gpu_keys")
+    return sorted((int(node), int(gpu)) for node, gpu in rows)
+
+
+def gpu_series_of(bounds: Bounds, keys: list[tuple[int, int]]) -> list[GpuPoint]:
+    """Whole series in the window of the GPUs ``keys`` (node id, GPU), as ``gpu_series``."""
+    arrays = [[node for node, _ in keys], [gpu for _, gpu in keys]]
+    return list(map(GpuPoint._make, _rows(q.GPU_SERIES_OF, [*arrays, *q.twice(bounds)], "gpu")))
+
+
 def nvlink_steps(bounds: Bounds) -> list[NvlinkPoint]:
     """Steps whose NVLink CRC counters increased, sorted."""
     return sorted(map(NvlinkPoint._make, _rows(q.NVLINK, q.twice(bounds), "nvlink")))

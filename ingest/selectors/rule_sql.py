@@ -31,8 +31,14 @@ def twice(bounds: list[float]) -> list[float]:
 
 def gpu_candidates(mark: str | None, pred: str) -> str:
     """GPU_SERIES for the prefilter ``pred``, its candidates' history rows limited to ``mark``."""
+    return GPU_SERIES.replace("{keys}", gpu_candidate_keys(mark, pred))
+
+
+def gpu_candidate_keys(mark: str | None, pred: str) -> str:
+    """(node_id, gpu) of the GPUs with a row matching the prefilter ``pred`` in the window
+    (parameters: the window twice, then the predicate's)."""
     rows = gpu_rows(*BOUNDS, mark, columns=columns_in(Family.GPU, pred))
-    return GPU_SERIES.replace("{candidates}", rows).replace("{pred}", pred)
+    return f"SELECT DISTINCT node_id, gpu FROM {rows} s WHERE {WINDOW} AND ({pred})"
 
 
 def ib_candidates(mark: str | None, pred: str) -> str:
@@ -49,11 +55,16 @@ IB_COLUMNS = f"n.name, p.device, p.port, {EPOCH.format('s.ts')}, s.tx_bytes, s.r
 # few candidates there are, and would scan the window instead). In compacted history the
 # candidates come from the rows marked for the same predicate (``gpu_candidates``).
 GPU_SERIES = f"""
-WITH c AS (SELECT DISTINCT node_id, gpu FROM {{candidates}} s WHERE {WINDOW} AND ({{pred}}))
+WITH c AS ({{keys}})
 SELECT {GPU_COLUMNS} FROM c JOIN ingest_node n ON n.id = c.node_id CROSS JOIN LATERAL (
     SELECT * FROM {GPU_POINTS} r WHERE node_id = c.node_id AND gpu = c.gpu AND {WINDOW} OFFSET 0
 ) s ORDER BY n.name, s.gpu, s.ts
 """
+# The whole series of given GPUs (a backtest's batch of candidates: two arrays, node ids and
+# GPU indices, then the window twice).
+GPU_SERIES_OF = GPU_SERIES.replace(
+    "{keys}", "SELECT * FROM unnest(%s::bigint[], %s::int[]) AS k(node_id, gpu)"
+)
 # Steps where NVLink error counters increased (sparse: the partial index ingest_gpusample_nvlink_ts).
 NVLINK = f"""
 SELECT n.name, s.gpu, {EPOCH.format("s.ts")}, coalesce(s.nvlink_crc_flit, 0), coalesce(s.nvlink_crc_data, 0)

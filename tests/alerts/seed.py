@@ -14,6 +14,16 @@ from runs.models import Job, Pod, PodAssignment
 STEP = 30.0
 HEALTHY_GPU = {"util": 99.0, "tensor": 0.45, "sm": 0.6, "power": 620.0}
 HEALTHY_IB = {"tx_bytes": 20e9, "rx_bytes": 20e9, "xmit_wait": 1000.0, "state": 4, "saturated": 0}
+#: A hung GPU's values: busy util, idle tensor cores and SMs, idle power (gpu_tensor_drift).
+DRIFTING_GPU = {"util": 100.0, "tensor": 0.003, "sm": 0.02, "power": 72.0}
+
+
+def drifting(on: Callable[[float, int], bool]) -> dict[str, Callable[[float, int], float]]:
+    """``gpu_rows`` values: DRIFTING_GPU where ``on(ts, gpu)``, HEALTHY_GPU elsewhere."""
+    return {
+        name: (lambda ts, g, name=name: DRIFTING_GPU[name] if on(ts, g) else HEALTHY_GPU[name])
+        for name in DRIFTING_GPU
+    }
 
 
 def dt(ts: float) -> datetime:

@@ -29,13 +29,7 @@ def _evaluations_now() -> Iterator[None]:
 
 def drift(start: float, end: float, gpu: int = 3):
     """Values of a GPU drifting between start and end (others healthy)."""
-    on = lambda ts, g: g == gpu and start <= ts < end  # noqa: E731
-    return {
-        "util": lambda ts, g: 100.0 if on(ts, g) else 99.0,
-        "tensor": lambda ts, g: 0.003 if on(ts, g) else 0.45,
-        "sm": lambda ts, g: 0.02 if on(ts, g) else 0.6,
-        "power": lambda ts, g: 72.0 if on(ts, g) else 620.0,
-    }
+    return seed.drifting(lambda ts, g: g == gpu and start <= ts < end)
 
 
 @pytest.fixture
