@@ -64,6 +64,7 @@ class StoreResult:
 _SAMPLED: dict[tuple[object, ...], tuple[float, Folded]] = {}
 #: At most this many kept (a shard's key changes with its nodes; the oldest go first).
 SAMPLED_KEPT = 64
+_SAMPLED_LOCK = threading.Lock()  # families pull in threads of one process
 
 
 def fetch_sampling(
@@ -85,7 +86,8 @@ def fetch_sampling(
         client.url, getattr(client, "matcher", None), getattr(client, "shard", None),
         promql, window.step,
     )  # fmt: skip
-    end, kept = _SAMPLED.pop(key, (None, None))
+    with _SAMPLED_LOCK:
+        end, kept = _SAMPLED.pop(key, (None, None))
     carried = kept if end == first else None
     start = window.start if carried is not None else window.start - timedelta(seconds=context)
     collected = Collected()
@@ -97,15 +99,18 @@ def fetch_sampling(
     at = collected.columns[SAMPLED_AT]
     if carried is not None:
         at = {**{ts: units for ts, units in carried.items() if ts < first}, **at}
-    _SAMPLED[key] = (last, {ts: units for ts, units in at.items() if ts >= last - context})
-    while len(_SAMPLED) > SAMPLED_KEPT:
-        del _SAMPLED[next(iter(_SAMPLED))]
+    newest = {ts: units for ts, units in at.items() if ts >= last - context}
+    with _SAMPLED_LOCK:
+        _SAMPLED[key] = (last, newest)
+        while len(_SAMPLED) > SAMPLED_KEPT:
+            del _SAMPLED[next(iter(_SAMPLED))]
     return Sampling.of(at, window.step)
 
 
 def forget_sampling() -> None:
     """Drop every kept sampling context (the next window of each query reads its own)."""
-    _SAMPLED.clear()
+    with _SAMPLED_LOCK:
+        _SAMPLED.clear()
 
 
 def read_answer(client: PrometheusClient, promql: str, window: Window) -> Answer:
