@@ -134,10 +134,11 @@ def backtest(rule_id: str, since_seconds: float, overrides: dict[str, Any] | Non
     as_of = rule.as_of(data)
     report = BacktestReport(rule_id, rs, as_of - since_seconds, as_of)
     overridden = overrides_.overridden_nodes(runs)
-    batches = inputs.gpu_batches(data, settings.ALERTS_BACKTEST_BATCH_POINTS) if batched else [None]
+    batches = (
+        inputs.gpu_batches(data, settings.ALERTS_BACKTEST_BATCH_POINTS) if batched else [data.gpu]
+    )
     for batch in batches:
-        if batch is not None:
-            data.gpu = batch
+        data.gpu = batch
         for variant in runs:
             vs = variant.settings
             for signal in rule.signals(data, vs):
@@ -149,7 +150,6 @@ def backtest(rule_id: str, since_seconds: float, overrides: dict[str, Any] | Non
                         report.fired.append(
                             Fired(signal.labels, ep.since, ep.fired_at, ep.resolved_at, summary)
                         )
-    data.gpu = []
     report.fired.sort(key=lambda f: (f.fired_at, sorted(f.labels.items())))
     report.seconds = time.perf_counter() - started
     return report
