@@ -15,8 +15,11 @@ Part 2, ``--nodes`` × ``--days`` of synthetic rows written in SQL (8 GPUs and 8
 node): each read timed on the hot layout, then everything compacted (time and CPU of the
 worker and of its Postgres backend), then each read again. Part 3, the same over 7 days of
 ``--week-nodes`` (the node page's 7 d, the run timeline and the backtest over the week: 7 days
-at 512 nodes would be 165 M hot rows, ~29 GB, hours to write here). Own database
-(clusterwatch_bench_storage), created and dropped here. Results go to bench/RESULTS.md.
+at 512 nodes would be 165 M hot rows, ~29 GB, hours to write here). Part 4,
+``--interleaved-nodes`` × ``--interleaved-hours``: the same rows in both layouts in one
+database (a copy one day later stays hot), each read alternated between them, wall and CPU
+(worker + Postgres backend): the ratio a shared machine's load cannot bias. Own database
+(clusterwatch_bench_storage, or $BENCH_STORAGE_DB), created and dropped here. Results go to bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-BENCH_DB = "clusterwatch_bench_storage"
+BENCH_DB = os.environ.get("BENCH_STORAGE_DB", "clusterwatch_bench_storage")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("DEBUG", "1")
 os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{BENCH_DB}"
@@ -289,7 +292,7 @@ def write_synthetic(nodes: int, days: int) -> None:
     _sql("INSERT INTO ingest_ibport (node_id, device, port, guid, leaf_switch, switch_port) "
          "SELECT n.id, 'mlx5_' || r, 1, '', n.leaf_switch, '' FROM ingest_node n, generate_series(0, 7) r")  # fmt: skip
     began = time.perf_counter()
-    for hour in range(days * 24):
+    for hour in range(round(days * 24)):
         low = DAY0 + timedelta(hours=hour)
         steps = f"(SELECT generate_series({hour * 120}, {hour * 120 + 119}) AS k) t"
         with transaction.atomic():
@@ -310,7 +313,8 @@ def write_synthetic(nodes: int, days: int) -> None:
             rollups.refresh("gpu", low, low + timedelta(seconds=3599))
             rollups.refresh("ib", low, low + timedelta(seconds=3599))
         print(
-            f"  wrote hour {hour + 1}/{days * 24} ({time.perf_counter() - began:.0f} s)", flush=True
+            f"  wrote hour {hour + 1}/{round(days * 24)} ({time.perf_counter() - began:.0f} s)",
+            flush=True,
         )
     for family in Family.values:
         IngestCursor.objects.update_or_create(family=family, defaults={"covered_until": end})
@@ -339,6 +343,9 @@ def reads(nodes: int, days: int, backtest_hours: float | None = None) -> dict[st
     holdings = [(i, DAY0, end) for i, _name in run_nodes]
     mid = DAY0 + timedelta(hours=12)
     hours = days * 24 if backtest_hours is None else backtest_hours
+    timeline_source = (
+        "5-minute rollups" if end - DAY0 > run_series.RAW_SPAN else "raw samples"
+    )  # as run_series reads that span
 
     def node_page(span: timedelta) -> Callable[[], object]:
         return lambda: (selectors.node_gpu_series(node, end - span, end, 300),
@@ -352,7 +359,7 @@ def reads(nodes: int, days: int, backtest_hours: float | None = None) -> dict[st
                 selectors.node_ib_series(node, mid, mid + timedelta(hours=1), 30),
             )  # fmt: skip
         ),
-        f"run timeline, {len(holdings)} nodes × {days * 24} h (raw samples)": _timed(
+        f"run timeline, {len(holdings)} nodes × {days * 24:g} h ({timeline_source})": _timed(
             lambda: (
                 run_series.gpu_series(holdings, DAY0, end),
                 run_series.ib_series(holdings, DAY0, end),
@@ -376,6 +383,10 @@ def reads(nodes: int, days: int, backtest_hours: float | None = None) -> dict[st
     }
     if days >= 7:
         timings["node page 7 d (5-minute rollups)"] = _timed(node_page(timedelta(days=7)))
+    import resource
+
+    print(f"  peak RSS so far {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB",
+          flush=True)  # fmt: skip
     return timings
 
 
@@ -432,6 +443,90 @@ def synthetic(
         )
 
 
+def interleaved(nodes: int, hours: int, runs: int) -> None:
+    """Part 4: the same rows in both layouts in one database, each read run on both in turn.
+
+    ``hours`` of ``nodes`` are written from DAY0 and copied one day later; the first copy
+    is compacted, the second stays hot. Each read runs ``runs`` times on each copy,
+    alternating, and prints the median wall time and the median CPU (this process plus its
+    Postgres backend): a run that shares the machine slows both layouts alike.
+    """
+    from alerts.backtest import backtest
+    from ingest import compaction, rollups, run_series, selectors
+    from ingest.partitions import ensure_partitions
+    from ingest.store import GPU_SAMPLE_TABLE, IB_TABLE
+
+    write_synthetic(nodes, hours / 24)
+    later = DAY0 + timedelta(days=1)
+    ensure_partitions(later, later + timedelta(hours=hours))
+    for table in (GPU_SAMPLE_TABLE, IB_TABLE):
+        rest = ", ".join(table.columns[1:])  # ts first
+        _sql(f"INSERT INTO {table.name} ({', '.join(table.columns)}) "  # noqa: S608
+             f"SELECT ts + interval '1 day', {rest} FROM {table.name} WHERE ts < %s", [later])  # fmt: skip
+    rollups.refresh("gpu", later, later + timedelta(hours=hours, seconds=-1))
+    rollups.refresh("ib", later, later + timedelta(hours=hours, seconds=-1))
+    report = compaction.compact(now=later + timedelta(hours=hours), budget_seconds=1e9)
+    _sql("VACUUM ANALYZE")
+    node = f"gpu-{nodes // 2:04d}"
+    run_nodes = [i for (i,) in _sql("SELECT id FROM ingest_node ORDER BY id LIMIT 64")]
+
+    def paths(start: datetime) -> dict[str, Callable[[], object]]:
+        mid, end = (
+            start + timedelta(hours=max(0, min(2, hours - 1))),
+            start + timedelta(hours=hours),
+        )
+        holdings = [(i, start, end) for i in run_nodes]
+        return {
+            "node page 1 h (raw samples)": lambda: (
+                selectors.node_gpu_series(node, mid, mid + timedelta(hours=1), 30),
+                selectors.node_ib_series(node, mid, mid + timedelta(hours=1), 30),
+            ),
+            "rails, 1 h": lambda: selectors.rail_matrix("ib_tx", mid, mid + timedelta(hours=1)),
+            "5-minute rollups + tiles rebuild of 1 h": lambda: (
+                rollups.refresh("gpu", mid, mid + timedelta(seconds=3599)),
+                rollups.refresh("ib", mid, mid + timedelta(seconds=3599)),
+            ),
+            f"run timeline, {len(holdings)} nodes × {hours} h (raw samples)": lambda: (
+                run_series.gpu_series(holdings, start, end),
+                run_series.ib_series(holdings, start, end),
+            ),
+            f"backtest gpu_tensor_drift over {hours} h": lambda: backtest(
+                "gpu_tensor_drift", hours * 3600.0, {"require_run": False}, now=end.timestamp()
+            ),
+        }
+
+    def measured(read: Callable[[], object]) -> tuple[float, float]:
+        wall, cpu = time.perf_counter(), time.process_time() + backend_cpu_seconds()
+        read()
+        return time.perf_counter() - wall, time.process_time() + backend_cpu_seconds() - cpu
+
+    history, hot = paths(DAY0), paths(later)
+    times: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    for name in hot:
+        times[name] = {"hot": [], "history": []}
+        for _ in range(runs):
+            times[name]["hot"].append(measured(hot[name]))
+            times[name]["history"].append(measured(history[name]))
+    say()
+    say(
+        f"## Part 4: {nodes} nodes × {hours} h in both layouts, reads alternated ({runs} runs each)"
+    )
+    say()
+    say(
+        f"the first copy compacted: {report.hours} hours, {report.rows:,} rows; the second stays hot"
+    )
+    say()
+    say(
+        "| read | hot wall | history wall | wall new / old | hot CPU | history CPU | CPU new / old |"
+    )
+    say("|---|---|---|---|---|---|---|")
+    for name, pair in times.items():
+        hw, hc = (statistics.median(x) for x in zip(*pair["hot"], strict=True))
+        nw, nc = (statistics.median(x) for x in zip(*pair["history"], strict=True))
+        say(f"| {name} | {hw * 1000:,.0f} ms | {nw * 1000:,.0f} ms | {nw / hw:.2f} "
+            f"| {hc * 1000:,.0f} ms | {nc * 1000:,.0f} ms | {nc / hc:.2f} |")  # fmt: skip
+
+
 def _empty() -> None:
     """Remove every sample, node and port (between parts)."""
     from tests.support.timeseries import truncate_timeseries
@@ -449,6 +544,12 @@ def main() -> None:
     parser.add_argument(
         "--week-nodes", type=int, default=32, help="part 3: nodes × 7 days (0: skip part 3)"
     )
+    parser.add_argument(
+        "--interleaved-nodes", type=int, default=512,
+        help="part 4: nodes × --interleaved-hours in both layouts, reads alternated (0: skip)",
+    )  # fmt: skip
+    parser.add_argument("--interleaved-hours", type=int, default=6)
+    parser.add_argument("--interleaved-runs", type=int, default=5)
     parser.add_argument("--skip-real", action="store_true", help="parts 2 and 3 only")
     parser.add_argument("--keep", action="store_true", help="keep the database (to inspect plans)")
     parser.add_argument(
@@ -482,6 +583,10 @@ def main() -> None:
             _empty()
         if args.week_nodes:
             synthetic(3, args.week_nodes, 7, args.week_backtest_hours)
+            write_section(args.section, "\n".join(LINES))
+            _empty()
+        if args.interleaved_nodes:
+            interleaved(args.interleaved_nodes, args.interleaved_hours, args.interleaved_runs)
     finally:
         from django.db import connections
 

@@ -25,6 +25,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 HOUR_SECONDS = 3600
+#: SQL: the time of the last step a history row ``h`` can hold.
+LAST_STEP = f"h.hour + make_interval(secs => {HOUR_SECONDS} - h.step)"
 
 
 @dataclass(frozen=True)
@@ -244,33 +246,40 @@ def function_sql(table: HistoryTable) -> str:
     """CREATE FUNCTION of the reader: hot rows UNION ALL decoded history, ``$1 <= ts <= $2``.
 
     Plain SQL, STABLE, one SELECT: the planner inlines it, so the caller's own conditions
-    (ts bounds, node, GPU, value predicates) reach both branches and the hot partial
-    indexes, and the bounds prune partitions of both tables. PARALLEL UNSAFE on purpose:
-    a parallel plan counts the history branch before its arrays are unnested (120× too
-    few rows) and picks nested loops over it; run serially, its estimate is right.
+    (ts bounds, node, GPU, value predicates) reach both layouts and the hot partial indexes,
+    and the bounds prune partitions of both tables. History is read in two branches, chosen
+    per history row before any array is unnested: the hours whose every step lies inside
+    the bounds (``whole``: no per-step test, and a caller that does not read ``ts`` never
+    computes it), and the at most two hours per device that straddle a bound (``edge``: each
+    decoded step tested). PARALLEL UNSAFE on purpose: a parallel plan counts the history
+    branch before its arrays are unnested (120× too few rows) and picks nested loops over
+    it; run serially, its estimate is right.
     """
     hot_columns = ("ts", *table.key_columns, *table.columns)
     types = dict(table.keys) | {e.column: e.hot_type for e in table.encodings}
     returns = ", ".join(f"{c} {'timestamptz' if c == 'ts' else types[c]}" for c in hot_columns)
-    # ($3 = 0 OR …) folds away for marks 0, and the ts test is a CASE true for the hours
-    # inside the window: as plain conditions on computed values the planner estimated them at
-    # 0.5 % each, expected one row from history and chose nested loops over it.
-    history = decoded_rows_sql(
-        table,
-        f"{table.history} h",
-        "h.hour >= date_bin('1 hour', $1, 'epoch') AND h.hour <= $2 AND ($3 = 0 OR h.marks & $3 = $3)",
-        "$4",
-    )
-    inside = (
-        "CASE WHEN d.hour >= $1 AND d.hour + interval '1 hour' <= $2 THEN true "
-        "ELSE d.ts >= $1 AND d.ts <= $2 END"
-    )
+    # An hour's steps are hour + step × i, i < 3600 / step: its last step is 3600 − step in.
+    # (``h.hour <= $2`` in both: the partition bound the planner prunes on.)
+    whole = f"h.hour >= $1 AND h.hour <= $2 AND {LAST_STEP} <= $2"
+    marked = "($3 = 0 OR h.marks & $3 = $3)"
+    history = {
+        "whole": decoded_rows_sql(table, f"{table.history} h", f"{whole} AND {marked}", "$4"),
+        "edge": decoded_rows_sql(
+            table,
+            f"{table.history} h",
+            f"h.hour >= date_bin('1 hour', $1, 'epoch') AND h.hour <= $2 AND NOT ({whole}) "
+            f"AND {marked}",
+            "$4",
+        ),
+    }
+    selected = ", ".join("d." + c for c in hot_columns)
     return (
         f"CREATE OR REPLACE FUNCTION {table.function}"
         "(timestamptz, timestamptz, integer DEFAULT 0, integer DEFAULT -1) "
         f"RETURNS TABLE ({returns}) LANGUAGE sql STABLE PARALLEL UNSAFE AS $fn$ "
         f"SELECT {', '.join(hot_columns)} FROM {table.hot} WHERE ts >= $1 AND ts <= $2 UNION ALL "
-        f"SELECT {', '.join('d.' + c for c in hot_columns)} FROM ({history}) d WHERE {inside} $fn$;"
+        f"SELECT {selected} FROM ({history['whole']}) d UNION ALL "
+        f"SELECT {selected} FROM ({history['edge']}) d WHERE d.ts >= $1 AND d.ts <= $2 $fn$;"
     )
 
 

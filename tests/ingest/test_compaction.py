@@ -229,6 +229,45 @@ def test_partial_hours_keep_their_steps_and_tensor_stays_exact() -> None:
         )  # 04:00; gpu-b hour 2; hour 0
 
 
+#: (lo, hi) seconds from DAY: an hour's first and last steps (00:00 is absent: k starts at 1),
+#: an hour's last step exactly on the bound and one microsecond short of it, a bound inside
+#: gpu-b's missing steps, bounds between steps, one step, and nothing.
+BOUNDS = [
+    (0, 3600), (0, 3570), (3600, 7170), (3600, 7170 - 1e-6), (3600 + 1e-6, 7200),
+    (7230, 14400), (7500, 7800), (7515, 9015), (3570, 3570), (3575, 3580), (0, 14400),
+]  # fmt: skip
+
+
+def test_the_readers_bounds_select_the_same_steps_from_history_as_from_hot_rows() -> None:
+    seed(hours=4)
+    sql = (
+        "SELECT 'gpu', ts, node_id, gpu, tensor FROM ingest_gpu_rows(%(lo)s, %(hi)s) UNION ALL "
+        "SELECT 'ib', ts, port_id, node_id, symbol_errors FROM ingest_ib_rows(%(lo)s, %(hi)s) "
+        "ORDER BY 1, 2, 3, 4"
+    )
+
+    def read() -> list[list[tuple]]:
+        with connection.cursor() as cursor:
+            out = []
+            for lo, hi in BOUNDS:
+                bounds = {"lo": DAY + timedelta(seconds=lo), "hi": DAY + timedelta(seconds=hi)}
+                cursor.execute(sql, bounds)
+                out.append(cursor.fetchall())
+            return out
+
+    before = read()
+    compaction.compact(now=DAY + timedelta(hours=12))
+    assert hot_and_history_counts() == (0, 4 * 5, 0, 2 * 5)  # hours 00–04, all compacted
+    after = read()
+    # Rows per bound: 4 GPUs and 2 ports per step (steps k = 1…480, 30 s apart, bounds
+    # inclusive), less gpu-b's 2 GPUs for its 10 missing steps (k 250–259).
+    assert [len(rows) for rows in after] == [
+        120 * 6, 119 * 6, 120 * 6, 119 * 6, 120 * 6, 240 * 6 - 10 * 2,
+        11 * 6 - 10 * 2, 50 * 6 - 9 * 2, 6, 0, 480 * 6 - 10 * 2,
+    ]  # fmt: skip
+    assert after == before  # same steps, and these values are exact in both encodings
+
+
 def test_late_rows_are_stored_once_and_merged_by_the_next_run() -> None:
     ids = seed(hours=3)
     compaction.compact(now=DAY + timedelta(hours=12))
