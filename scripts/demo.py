@@ -219,7 +219,10 @@ def main() -> None:
     run([PY, "manage.py", "migrate", "--noinput", "-v", "0"], env)
     run([PY, "manage.py", "collectstatic", "--noinput", "-v", "0"], env)
     password = persistent_secret(VAR / "demo_password", 12)
-    run([PY, "manage.py", "ensure_demo_user", "admin", password], env)
+    run(
+        [PY, "manage.py", "ensure_demo_user", "admin"],
+        env | {"CLUSTERWATCH_DEMO_PASSWORD": password},
+    )
     epoch = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
     data = prepare_history(env, options.nodes, options.hours, epoch)
     config = DEMO / "prometheus.yml"

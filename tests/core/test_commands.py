@@ -1,4 +1,4 @@
-"""``manage.py create_api_token``: a new token printed once, stored only as its hash."""
+"""``manage.py create_api_token`` (a new token printed once, stored only as its hash) and ``ensure_demo_user``."""
 
 from __future__ import annotations
 
@@ -53,3 +53,22 @@ def test_create_api_token_for_an_unknown_user_fails() -> None:
         _create_api_token("nobody")
 
     assert APIToken.objects.count() == 0
+
+
+def test_ensure_demo_user_takes_the_password_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A generated password may start with "-" (here it once began "-h": the demo failed)."""
+    from django.contrib.auth import get_user_model
+
+    monkeypatch.setenv("CLUSTERWATCH_DEMO_PASSWORD", "-hPteDyDErddrnkR")
+    out = io.StringIO()
+    call_command("ensure_demo_user", "admin", stdout=out)
+    call_command("ensure_demo_user", "admin", stdout=out)
+    assert out.getvalue() == "created admin\nupdated admin\n"
+    admin = get_user_model().objects.get(username="admin")
+    assert (admin.is_staff, admin.is_superuser) == (True, True)
+    assert admin.check_password("-hPteDyDErddrnkR")
+    monkeypatch.delenv("CLUSTERWATCH_DEMO_PASSWORD")
+    with pytest.raises(CommandError, match="set CLUSTERWATCH_DEMO_PASSWORD"):
+        call_command("ensure_demo_user", "admin")
