@@ -1,0 +1,338 @@
+"""Remote write benchmark: what pushing each cycle's samples to ClusterWatch would cost Prometheus,
+beside what today's reads of the same cycle cost it (issue 19, acceptance 1: the lever not yet
+measured by bench_reads).
+
+    python bench/bench_remote_write.py [--nodes 4096] [--warmup 6] [--steps 4] [--rounds 3]
+                                       [--settle 25] [--decode labels|none]
+
+Two Prometheus processes hold the same data, fed by remote write into their heads
+(``--web.enable-remote-write-receiver``, as bench_reads ``--head``): "off" has no
+``remote_write``; "on" forwards to a local receiver (bench/remote_write_sink.py, its own
+process) the series ingest's GPU and IB families read, with the ``write_relabel_configs``
+a site would write (``keep`` on ``__name__``), default queue settings. The simulator's
+history (every family bench_ingest backfills, so the WAL also holds series that are not
+forwarded) is stamped from 30 minutes ahead, so every sample is newer than the "on"
+process' WAL watcher start and is sent.
+
+1. ``--warmup`` steps are fed to both (series created); today's reads of one cycle
+   (bench_reads' line 9: ingest's ``query_range`` reads with the sampling context kept,
+   folded) run ``--rounds`` times on "off": Prometheus CPU and ours per cycle, the reference.
+2. ``--steps`` more steps are fed one at a time to each process in turn (the order
+   alternating), each measured over the same ``--settle`` seconds from the feed's start
+   (longer only if "on"'s receiver has not had every sample by then, which is printed;
+   each read round and each step starts once all three processes are idle, < 5 % of a core):
+   Prometheus CPU of "on" minus "off" is what forwarding one cycle costs it; the
+   receiver's CPU is what decoding it costs ClusterWatch (``--decode labels``: each
+   series' label dict and samples; ``none``: bytes only).
+
+Writes the ``bench_remote_write-<nodes>`` section of bench/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench._support import free_port, write_section  # noqa: E402
+from bench.bench_reads import LINES, folded, measured, metrics_of, say, todays_queries  # noqa: E402
+from bench.bench_scale import STEP, cpu_seconds  # noqa: E402
+
+#: How far ahead of the wall clock the history is stamped (see the module docstring).
+AHEAD_SECONDS = 1800
+
+
+def prometheus_process(workdir: Path, name: str, remote_write: str = ""):  # noqa: ANN201
+    """A started Prometheus with the remote-write receiver; ``remote_write``: config to append."""
+    from tests.support.prometheus import PrometheusProcess
+
+    directory = workdir / name
+    (directory / "tsdb").mkdir(parents=True)
+    config = directory / "prometheus.yml"
+    config.write_text("global:\n  scrape_interval: 30s\nscrape_configs: []\n" + remote_write)
+    process = PrometheusProcess(
+        config, directory / "tsdb", extra_args=("--web.enable-remote-write-receiver",)
+    )
+    return process.start(timeout=120)
+
+
+def forwarding(port: int, names: list[str], per_send: int = 0) -> str:
+    """The ``remote_write`` block a site would add: only the metrics ingest reads
+    (``per_send``: ``queue_config.max_samples_per_send``, 0 for Prometheus' default)."""
+    queue = f"    queue_config:\n      max_samples_per_send: {per_send}\n" if per_send else ""
+    return (
+        "remote_write:\n"
+        f"  - url: http://127.0.0.1:{port}/api/v1/write\n"
+        "    remote_timeout: 30s\n"
+        "    write_relabel_configs:\n"
+        "      - source_labels: [__name__]\n"
+        f"        regex: '{'|'.join(names)}'\n"
+        "        action: keep\n" + queue
+    )
+
+
+def by_step(series: Mapping[tuple, list[tuple[int, float]]]) -> dict[int, dict[tuple, list]]:
+    """The samples regrouped by timestamp (ms), each a series -> [(ms, value)] of its own."""
+    steps: dict[int, dict[tuple, list]] = {}
+    for key, samples in series.items():
+        for ms, value in samples:
+            steps.setdefault(ms, {})[key] = [(ms, value)]
+    return dict(sorted(steps.items()))
+
+
+def add_unrelated(steps: dict[int, dict[tuple, list]], nodes: int, times: float) -> int:
+    """Add ``times`` x each step's series of a metric nobody forwards (a real Prometheus' WAL
+    also holds node_exporter's, kube-state-metrics' and others' series, which the WAL watcher
+    reads and drops); returns the series added per step."""
+    per_node = round(times * max(len(step) for step in steps.values()) / nodes)
+    keys = [
+        (("__name__", "bench_unrelated_total"), ("instance", f"node-{n:05d}:9100"),
+         ("job", "node"), ("series", str(j)))
+        for n in range(nodes)
+        for j in range(per_node)
+    ]  # fmt: skip
+    for i, (ms, step) in enumerate(steps.items()):
+        for k, key in enumerate(keys):
+            step[key] = [(ms, float(i * 1000 + k % 997))]
+    return len(keys)
+
+
+def feed(url: str, bodies: list[bytes]) -> None:
+    """POST the bodies to a Prometheus' receiver, one after the other."""
+    import requests
+
+    from tests.support.remote_write import WRITE_HEADERS
+
+    with requests.Session() as session:
+        for body in bodies:
+            answer = session.post(
+                f"{url}/api/v1/write", data=body, headers=WRITE_HEADERS, timeout=120
+            )
+            answer.raise_for_status()
+
+
+def sink_stats(port: int) -> dict[str, int]:
+    """The receiver's counters."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=10) as answer:
+        return json.loads(answer.read())
+
+
+def settled(sink_port: int, wait: float = 5.0, limit: float = 300.0) -> None:
+    """Until the receiver's sample count has not moved for ``wait`` seconds."""
+    deadline, last, since = time.monotonic() + limit, -1, time.monotonic()
+    while time.monotonic() < deadline:
+        count = sink_stats(sink_port)["samples"]
+        if count != last:
+            last, since = count, time.monotonic()
+        elif time.monotonic() - since >= wait:
+            return
+        time.sleep(0.5)
+
+
+def quiet(*pids: int, idle: float = 0.05, limit: float = 120.0) -> None:
+    """Until none of ``pids`` used more than ``idle`` of a core over the last second (garbage
+    collection and head work after the last feed would otherwise count in what is measured)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        before = [cpu_seconds(pid) for pid in pids]
+        time.sleep(1.0)
+        if all(cpu_seconds(pid) - b <= idle for pid, b in zip(pids, before, strict=True)):
+            return
+
+
+def step_cost(prometheus, bodies, settle: float, sink=None) -> tuple[float, float, float, float]:  # noqa: ANN001
+    """(Prometheus CPU s, receiver CPU s, seconds until received, window s) of feeding one step."""
+    pid = prometheus.process.pid
+    server = cpu_seconds(pid)
+    receiver = cpu_seconds(sink["pid"]) if sink else 0.0
+    began = time.monotonic()
+    feed(prometheus.url, bodies)
+    received = 0.0
+    if sink:
+        while sink_stats(sink["port"])["samples"] < sink["expected"]:
+            if time.monotonic() - began > 300:
+                raise RuntimeError("the receiver did not get every sample within 300 s")
+            time.sleep(0.2)
+        received = time.monotonic() - began
+    time.sleep(max(0.0, began + settle - time.monotonic()))
+    window = time.monotonic() - began
+    return (
+        cpu_seconds(pid) - server,
+        (cpu_seconds(sink["pid"]) - receiver) if sink else 0.0,
+        received,
+        window,
+    )
+
+
+def main() -> None:  # noqa: PLR0915 - one linear bench
+    """Set up, measure, write the section of bench/RESULTS.md."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=4096)
+    parser.add_argument("--warmup", type=int, default=6)
+    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--settle", type=float, default=25.0)
+    parser.add_argument("--decode", choices=("labels", "none"), default="labels")
+    parser.add_argument(
+        "--unrelated", type=float, default=0.0,
+        help="also write this many times the simulator's series of a metric not forwarded",
+    )  # fmt: skip
+    parser.add_argument(
+        "--per-send", type=int, default=0, help="queue_config.max_samples_per_send (0: default)"
+    )
+    args = parser.parse_args()
+    total = time.perf_counter()
+    os.environ.setdefault("PROMETHEUS_URL", "http://127.0.0.1:9")
+    import django
+
+    django.setup()
+    from bench.bench_ingest import HISTORY_FAMILIES
+    from ingest.prometheus import PrometheusClient
+    from simulator import Cluster, ClusterSpec, ExporterOptions, write_history
+    from tests.support.remote_write import series_of, write_requests
+
+    with contextlib.ExitStack() as stack:
+        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        first = float(int(time.time() // STEP) * STEP + AHEAD_SECONDS)
+        end = first + (args.warmup + args.steps) * STEP
+        cluster = Cluster(
+            ClusterSpec(
+                nodes=args.nodes,
+                seed=1,
+                epoch=datetime.fromtimestamp(end, UTC),
+                exporters=ExporterOptions(node_ib_dual_port_hca=False),  # as bench_scale's
+            )
+        )
+        began = time.perf_counter()
+        history = workdir / "h.om"
+        stats = write_history(cluster, first, end, float(STEP), history, HISTORY_FAMILIES)
+        steps = by_step(series_of(history))
+        history.unlink()
+        if args.unrelated:
+            extra = add_unrelated(steps, args.nodes, args.unrelated)
+            say(f"set-up: {extra:,} series per step added that are not forwarded (--unrelated)")
+        say(f"set-up: history {stats.samples:,} samples, {len(steps)} steps, "
+            f"{time.perf_counter() - began:.0f} s")  # fmt: skip
+        stamps = list(steps)
+        off = prometheus_process(workdir, "off")
+        stack.callback(off.stop)
+        feed(off.url, list(write_requests(steps[stamps[0]])))
+        probe = PrometheusClient(off.url, timeout=120)
+        queries = todays_queries(probe)
+        names = metrics_of(queries, probe.known_metrics())
+        sink_port = free_port()
+        sink_process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("remote_write_sink.py")), str(sink_port),
+             "--decode", args.decode]
+        )  # fmt: skip
+        stack.callback(_stop, sink_process)
+        _wait_for(sink_port)
+        on = prometheus_process(workdir, "on", forwarding(sink_port, names, args.per_send))
+        stack.callback(on.stop)
+        kept = set(names)
+        bodies = {ms: list(write_requests(step)) for ms, step in steps.items()}
+        forwarded = {ms: sum(key[0][1] in kept for key in step) for ms, step in steps.items()}
+        fed = {ms: len(step) for ms, step in steps.items()}
+        del steps
+        feed(on.url, bodies[stamps[0]])
+        for ms in stamps[1 : args.warmup]:
+            feed(off.url, bodies[ms])
+            feed(on.url, bodies[ms])
+        settled(sink_port)
+        say(f"set-up: {args.warmup} warm-up steps fed to both, {sink_stats(sink_port)['samples']:,} "
+            f"samples forwarded; {time.perf_counter() - total:.0f} s")  # fmt: skip
+
+        quiet(off.process.pid, on.process.pid, sink_process.pid)
+        until = datetime.fromtimestamp(stamps[args.warmup - 1] / 1000, UTC)
+        window = (until - timedelta(seconds=STEP), until, float(STEP))
+        reads = []
+        for _ in range(args.rounds):
+            quiet(off.process.pid, on.process.pid, sink_process.pid)
+            reads.append(
+                measured(lambda: folded(probe, queries, "query_range", window, kept=True), off.process.pid)
+            )  # fmt: skip
+        reads_server = statistics.median(r[0] for r in reads)
+        reads_ours = statistics.median(r[1] for r in reads)
+        reads_wall = statistics.median(r[2] for r in reads)
+
+        costs: dict[str, list[tuple[float, ...]]] = {"off": [], "on": []}
+        for i, ms in enumerate(stamps[args.warmup :]):
+            sink = {"pid": sink_process.pid, "port": sink_port}
+            sink["expected"] = sink_stats(sink_port)["samples"] + forwarded[ms]
+            order = [("off", off, None), ("on", on, sink)]
+            for name, prometheus, receiver in order if i % 2 == 0 else order[::-1]:
+                quiet(off.process.pid, on.process.pid, sink_process.pid)
+                costs[name].append(step_cost(prometheus, bodies[ms], args.settle, receiver))
+
+    measured_ms = stamps[args.warmup :]
+    median = lambda rows, i: statistics.median(r[i] for r in rows)  # noqa: E731
+    ingest_off, ingest_on = median(costs["off"], 0), median(costs["on"], 0)
+    forwarding_cost = ingest_on - ingest_off
+    receiver = median(costs["on"], 1)
+    say()
+    say(f"one 30 s cycle at {args.nodes:,} nodes: {len(queries)} range queries today over "
+        f"{len(names)} metrics; {statistics.median(fed[m] for m in measured_ms):,.0f} series "
+        f"written per step, {statistics.median(forwarded[m] for m in measured_ms):,.0f} of them "
+        f"forwarded; medians of {args.rounds} read rounds and {args.steps} steps")  # fmt: skip
+    say(f"{'':<58} {'Prometheus CPU':>16} {'ClusterWatch CPU':>18}")
+    say(f"{'today: reads of one cycle (query_range, context kept)':<58} {reads_server:8.2f}s 1.00x "
+        f"{reads_ours:9.2f}s 1.00x   (wall {reads_wall:.2f} s)")  # fmt: skip
+    say(f"{'remote write: forwarding one cycle (on - off)':<58} {forwarding_cost:8.2f}s "
+        f"{forwarding_cost / reads_server:4.2f}x {receiver:9.2f}s {receiver / reads_ours:4.2f}x"
+        f"   (receiver decode: {args.decode}; max_samples_per_send {args.per_send or 'default'})")  # fmt: skip
+    say(f"  Prometheus taking the step in by remote write: off {ingest_off:.2f} s, on {ingest_on:.2f} s "
+        f"per step (each over a {args.settle:.0f} s window)")  # fmt: skip
+    if args.steps > 1:
+        spread = (
+            statistics.variance(r[0] for r in costs["on"]) / args.steps
+            + statistics.variance(r[0] for r in costs["off"]) / args.steps
+        ) ** 0.5
+        mean = statistics.mean(r[0] for r in costs["on"]) - statistics.mean(
+            r[0] for r in costs["off"]
+        )
+        say(f"  forwarding, mean on - off: {mean:.2f} s +- {spread:.2f} s (standard error), "
+            f"{mean / reads_server:.2f}x today's reads")  # fmt: skip
+    say("  per step, off / on / receiver CPU s, seconds until the receiver had it all:")
+    for (a, *_), (b, r, got, window) in zip(costs["off"], costs["on"], strict=True):
+        say(f"    {a:6.2f} {b:6.2f} {r:6.2f}   {got:5.1f} s of a {window:.1f} s window")
+    say(f"bench wall time: {time.perf_counter() - total:.0f} s")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    per_send = f" --per-send {args.per_send}" if args.per_send else ""
+    per_send += f" --unrelated {args.unrelated:g}" if args.unrelated else ""
+    title = (
+        f"## bench_remote_write.py --nodes {args.nodes} --steps {args.steps}{per_send} ({stamp})"
+    )
+    write_section(
+        f"bench_remote_write-{args.nodes}{per_send.replace(' --', '-').replace(' ', '-')}",
+        f"{title}\n\n```\n" + "\n".join(LINES) + "\n```",
+    )
+
+
+def _wait_for(port: int) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            sink_stats(port)
+            return
+        time.sleep(0.2)
+    raise RuntimeError("the receiver did not start")
+
+
+def _stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    process.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()
