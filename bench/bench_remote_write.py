@@ -3,7 +3,7 @@ beside what today's reads of the same cycle cost it (issue 19, acceptance 1: the
 measured by bench_reads).
 
     python bench/bench_remote_write.py [--nodes 4096] [--warmup 6] [--steps 4] [--rounds 3]
-                                       [--settle 25] [--decode labels|none]
+                                       [--settle 25] [--unrelated K] [--per-send N]
 
 Two Prometheus processes hold the same data, fed by remote write into their heads
 (``--web.enable-remote-write-receiver``, as bench_reads ``--head``): "off" has no
@@ -22,8 +22,9 @@ process' WAL watcher start and is sent.
    (longer only if "on"'s receiver has not had every sample by then, which is printed;
    each read round and each step starts once all three processes are idle, < 5 % of a core):
    Prometheus CPU of "on" minus "off" is what forwarding one cycle costs it; the
-   receiver's CPU is what decoding it costs ClusterWatch (``--decode labels``: each
-   series' label dict and samples; ``none``: bytes only).
+   receiver's CPU (each series' label dict and samples) is what decoding it costs ClusterWatch.
+   ``--unrelated K`` also writes K times as many series of a metric that is not forwarded;
+   ``--per-send N`` sets ``queue_config.max_samples_per_send``.
 
 Writes the ``bench_remote_write-<nodes>`` section of bench/RESULTS.md.
 """
@@ -48,23 +49,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._support import free_port, write_section  # noqa: E402
 from bench.bench_reads import LINES, folded, measured, metrics_of, say, todays_queries  # noqa: E402
 from bench.bench_scale import STEP, cpu_seconds  # noqa: E402
+from tests.support.processes import wait_until  # noqa: E402
+from tests.support.prometheus import stop_process  # noqa: E402
+from tests.support.remote_write import (  # noqa: E402
+    post_bodies,
+    receiver_prometheus,
+    series_of,
+    write_requests,
+)
 
 #: How far ahead of the wall clock the history is stamped (see the module docstring).
 AHEAD_SECONDS = 1800
-
-
-def prometheus_process(workdir: Path, name: str, remote_write: str = ""):  # noqa: ANN201
-    """A started Prometheus with the remote-write receiver; ``remote_write``: config to append."""
-    from tests.support.prometheus import PrometheusProcess
-
-    directory = workdir / name
-    (directory / "tsdb").mkdir(parents=True)
-    config = directory / "prometheus.yml"
-    config.write_text("global:\n  scrape_interval: 30s\nscrape_configs: []\n" + remote_write)
-    process = PrometheusProcess(
-        config, directory / "tsdb", extra_args=("--web.enable-remote-write-receiver",)
-    )
-    return process.start(timeout=120)
 
 
 def forwarding(port: int, names: list[str], per_send: int = 0) -> str:
@@ -108,20 +103,6 @@ def add_unrelated(steps: dict[int, dict[tuple, list]], nodes: int, times: float)
     return len(keys)
 
 
-def feed(url: str, bodies: list[bytes]) -> None:
-    """POST the bodies to a Prometheus' receiver, one after the other."""
-    import requests
-
-    from tests.support.remote_write import WRITE_HEADERS
-
-    with requests.Session() as session:
-        for body in bodies:
-            answer = session.post(
-                f"{url}/api/v1/write", data=body, headers=WRITE_HEADERS, timeout=120
-            )
-            answer.raise_for_status()
-
-
 def sink_stats(port: int) -> dict[str, int]:
     """The receiver's counters."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=10) as answer:
@@ -157,13 +138,13 @@ def step_cost(prometheus, bodies, settle: float, sink=None) -> tuple[float, floa
     server = cpu_seconds(pid)
     receiver = cpu_seconds(sink["pid"]) if sink else 0.0
     began = time.monotonic()
-    feed(prometheus.url, bodies)
+    post_bodies(prometheus.url, bodies)
     received = 0.0
     if sink:
-        while sink_stats(sink["port"])["samples"] < sink["expected"]:
-            if time.monotonic() - began > 300:
-                raise RuntimeError("the receiver did not get every sample within 300 s")
-            time.sleep(0.2)
+        wait_until(
+            lambda: sink_stats(sink["port"])["samples"] >= sink["expected"],
+            300, "the receiver to get every sample", interval=0.2,
+        )  # fmt: skip
         received = time.monotonic() - began
     time.sleep(max(0.0, began + settle - time.monotonic()))
     window = time.monotonic() - began
@@ -183,7 +164,6 @@ def main() -> None:  # noqa: PLR0915 - one linear bench
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--settle", type=float, default=25.0)
-    parser.add_argument("--decode", choices=("labels", "none"), default="labels")
     parser.add_argument(
         "--unrelated", type=float, default=0.0,
         help="also write this many times the simulator's series of a metric not forwarded",
@@ -200,7 +180,6 @@ def main() -> None:  # noqa: PLR0915 - one linear bench
     from bench.bench_ingest import HISTORY_FAMILIES
     from ingest.prometheus import PrometheusClient
     from simulator import Cluster, ClusterSpec, ExporterOptions, write_history
-    from tests.support.remote_write import series_of, write_requests
 
     with contextlib.ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
@@ -225,30 +204,30 @@ def main() -> None:  # noqa: PLR0915 - one linear bench
         say(f"set-up: history {stats.samples:,} samples, {len(steps)} steps, "
             f"{time.perf_counter() - began:.0f} s")  # fmt: skip
         stamps = list(steps)
-        off = prometheus_process(workdir, "off")
+        off = receiver_prometheus(workdir / "off", timeout=120)
         stack.callback(off.stop)
-        feed(off.url, list(write_requests(steps[stamps[0]])))
+        post_bodies(off.url, write_requests(steps[stamps[0]]))
         probe = PrometheusClient(off.url, timeout=120)
         queries = todays_queries(probe)
         names = metrics_of(queries, probe.known_metrics())
         sink_port = free_port()
         sink_process = subprocess.Popen(
-            [sys.executable, str(Path(__file__).with_name("remote_write_sink.py")), str(sink_port),
-             "--decode", args.decode]
-        )  # fmt: skip
-        stack.callback(_stop, sink_process)
-        _wait_for(sink_port)
-        on = prometheus_process(workdir, "on", forwarding(sink_port, names, args.per_send))
+            [sys.executable, str(Path(__file__).with_name("remote_write_sink.py")), str(sink_port)]
+        )
+        stack.callback(stop_process, sink_process)
+        wait_until(lambda: _answers(sink_port), 30, "the receiver to start", interval=0.2)
+        forward = forwarding(sink_port, names, args.per_send)
+        on = receiver_prometheus(workdir / "on", forward, timeout=120)
         stack.callback(on.stop)
         kept = set(names)
         bodies = {ms: list(write_requests(step)) for ms, step in steps.items()}
         forwarded = {ms: sum(key[0][1] in kept for key in step) for ms, step in steps.items()}
         fed = {ms: len(step) for ms, step in steps.items()}
         del steps
-        feed(on.url, bodies[stamps[0]])
+        post_bodies(on.url, bodies[stamps[0]])
         for ms in stamps[1 : args.warmup]:
-            feed(off.url, bodies[ms])
-            feed(on.url, bodies[ms])
+            post_bodies(off.url, bodies[ms])
+            post_bodies(on.url, bodies[ms])
         settled(sink_port)
         say(f"set-up: {args.warmup} warm-up steps fed to both, {sink_stats(sink_port)['samples']:,} "
             f"samples forwarded; {time.perf_counter() - total:.0f} s")  # fmt: skip
@@ -290,7 +269,7 @@ def main() -> None:  # noqa: PLR0915 - one linear bench
         f"{reads_ours:9.2f}s 1.00x   (wall {reads_wall:.2f} s)")  # fmt: skip
     say(f"{'remote write: forwarding one cycle (on - off)':<58} {forwarding_cost:8.2f}s "
         f"{forwarding_cost / reads_server:4.2f}x {receiver:9.2f}s {receiver / reads_ours:4.2f}x"
-        f"   (receiver decode: {args.decode}; max_samples_per_send {args.per_send or 'default'})")  # fmt: skip
+        f"   (receiver: every series' labels and samples; max_samples_per_send {args.per_send or 'default'})")  # fmt: skip
     say(f"  Prometheus taking the step in by remote write: off {ingest_off:.2f} s, on {ingest_on:.2f} s "
         f"per step (each over a {args.settle:.0f} s window)")  # fmt: skip
     if args.steps > 1:
@@ -319,19 +298,10 @@ def main() -> None:  # noqa: PLR0915 - one linear bench
     )
 
 
-def _wait_for(port: int) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with contextlib.suppress(OSError):
-            sink_stats(port)
-            return
-        time.sleep(0.2)
-    raise RuntimeError("the receiver did not start")
-
-
-def _stop(process: subprocess.Popen) -> None:
-    process.terminate()
-    process.wait(timeout=10)
+def _answers(port: int) -> bool:
+    with contextlib.suppress(OSError):
+        return sink_stats(port) is not None
+    return False
 
 
 if __name__ == "__main__":

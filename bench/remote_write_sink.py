@@ -1,11 +1,11 @@
-"""A remote-write receiver for bench_remote_write: answers 204, counts, optionally decodes.
+"""A remote-write receiver for bench_remote_write: answers 204, decodes, counts.
 
-    python bench/remote_write_sink.py PORT [--decode none|labels]
+    python bench/remote_write_sink.py PORT
 
 ``POST /api/v1/write``: the snappy body is decompressed and parsed as a ``WriteRequest``
-(``timeseries`` = 1, the shape of ``QueryResult``). ``--decode labels`` (the default) also
-builds each series' label dict and reads its samples, the least a receiver that stores them
-must do; ``none`` only counts bytes. ``GET /stats``: JSON {requests, series, samples, bytes}.
+(``timeseries`` = 1, the shape of ``QueryResult``), and each series' label dict and samples
+are built, the least a receiver that stores them must do. ``GET /stats``: JSON {requests,
+series, samples, bytes}.
 Its own process, so its CPU is read from /proc apart from the bench's and Prometheus'.
 """
 
@@ -25,7 +25,6 @@ from ingest.remote_read import PROMPB  # noqa: E402
 
 STATS = {"requests": 0, "series": 0, "samples": 0, "bytes": 0}
 LOCK = threading.Lock()
-DECODE = "labels"
 
 
 def decoded(body: bytes) -> tuple[int, int]:
@@ -45,7 +44,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        series, samples = decoded(body) if DECODE == "labels" else (0, 0)
+        series, samples = decoded(body)
         with LOCK:
             STATS["requests"] += 1
             STATS["series"] += series
@@ -69,12 +68,9 @@ class Handler(BaseHTTPRequestHandler):
 
 def main() -> None:
     """Serve until killed."""
-    global DECODE  # noqa: PLW0603 - one process, one setting
     parser = argparse.ArgumentParser()
     parser.add_argument("port", type=int)
-    parser.add_argument("--decode", choices=("none", "labels"), default="labels")
     args = parser.parse_args()
-    DECODE = args.decode
     ThreadingHTTPServer(("127.0.0.1", args.port), Handler).serve_forever()
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import cramjam
@@ -69,15 +69,33 @@ def write_requests(
 
 def remote_write(url: str, series: Mapping[SeriesKey, list[tuple[int, float]]]) -> int:
     """Send every series to ``url``'s remote-write receiver; returns the requests sent."""
+    return post_bodies(url, write_requests(series))
+
+
+def post_bodies(url: str, bodies: Iterable[bytes]) -> int:
+    """POST ``WriteRequest`` bodies to ``url``'s receiver one after the other; the count sent."""
     sent = 0
     with requests.Session() as session:
-        for body in write_requests(series):
+        for body in bodies:
             response = session.post(
                 f"{url}/api/v1/write", data=body, headers=WRITE_HEADERS, timeout=300
             )
             response.raise_for_status()
             sent += 1
     return sent
+
+
+def receiver_prometheus(directory: Path, config_tail: str = "", timeout: float = 300):  # noqa: ANN201 - PrometheusProcess
+    """A started Prometheus in ``directory`` with the remote-write receiver and no scrapes;
+    ``config_tail`` is appended to its prometheus.yml (e.g. a ``remote_write`` block)."""
+    from tests.support.prometheus import PrometheusProcess
+
+    tsdb = directory / "head-tsdb"
+    tsdb.mkdir(parents=True)
+    config = directory / "prometheus.yml"
+    config.write_text("global:\n  scrape_interval: 30s\nscrape_configs: []\n" + config_tail)
+    process = PrometheusProcess(config, tsdb, extra_args=("--web.enable-remote-write-receiver",))
+    return process.start(timeout=timeout)
 
 
 def _uvarint(value: int) -> bytes:
@@ -98,10 +116,8 @@ def head_prometheus(nodes: int, minutes: int, workdir: Path, say) -> tuple[objec
     from bench.bench_ingest import HISTORY_FAMILIES
     from bench.bench_scale import STEP
     from simulator import Cluster, ClusterSpec, ExporterOptions, write_history
-    from tests.support.prometheus import PrometheusProcess
 
-    tsdb = workdir / "head-tsdb"
-    shutil.rmtree(tsdb, ignore_errors=True)
+    shutil.rmtree(workdir / "head-tsdb", ignore_errors=True)
     end = float(int(time.time() // STEP) * STEP)
     exporters = ExporterOptions(node_ib_dual_port_hca=False)  # as bench_scale's history
     epoch = datetime.fromtimestamp(end, UTC)
@@ -110,12 +126,7 @@ def head_prometheus(nodes: int, minutes: int, workdir: Path, say) -> tuple[objec
     began = time.perf_counter()
     stats = write_history(cluster, end - minutes * 60, end, float(STEP), history, HISTORY_FAMILIES)
     say(f"set-up: history {stats.samples:,} samples in {time.perf_counter() - began:.0f} s")
-    config = workdir / "prometheus.yml"
-    config.write_text("global:\n  scrape_interval: 30s\nscrape_configs: []\n")
-    tsdb.mkdir(parents=True)
-    prometheus = PrometheusProcess(
-        config, tsdb, extra_args=("--web.enable-remote-write-receiver",)
-    ).start(timeout=300)
+    prometheus = receiver_prometheus(workdir)
     began = time.perf_counter()
     sent = remote_write(prometheus.url, series_of(history))
     history.unlink()
