@@ -76,6 +76,29 @@ if PROMETHEUS_FLAVOR not in {"auto", "prometheus", "victoriametrics"}:
 PROMETHEUS_READ_PATH = env.env_choice(
     "PROMETHEUS_READ_PATH", "auto", ("auto", "remote_read", "query_range", "range_selector")
 )
+# Push mode (docs/push.md): Prometheus remote-writes the GPU and IB series to
+# ``manage.py push_receiver`` and ingest asks it for those families' steps, reading from
+# Prometheus only the steps it cannot answer exactly. INGEST_PUSH_URL: where ingest finds the
+# receiver ("" = off); INGEST_PUSH_TOKEN: the bearer token both sides use (required to run it).
+INGEST_PUSH_URL = env.env_str("INGEST_PUSH_URL", "")
+if INGEST_PUSH_URL:
+    INGEST_PUSH_URL = env.env_url("INGEST_PUSH_URL", "", ("http", "https"))
+INGEST_PUSH_TOKEN = env.env_str("INGEST_PUSH_TOKEN", "")
+INGEST_PUSH_LISTEN = env.env_str("INGEST_PUSH_LISTEN", "127.0.0.1:9201")
+# Steps newer than this are read from Prometheus (it may still be sending them).
+INGEST_PUSH_DELAY_SECONDS = env.env_int("INGEST_PUSH_DELAY_SECONDS", 15, minimum=0)
+# How long pushed samples are kept (older steps are read from Prometheus: catch-up).
+INGEST_PUSH_RETENTION_SECONDS = env.env_int("INGEST_PUSH_RETENTION_SECONDS", 900, minimum=60)
+# The Prometheus that sends (its runtimeinfo says when it restarted); default PROMETHEUS_URL.
+INGEST_PUSH_SENDER_URL = env.env_str("INGEST_PUSH_SENDER_URL", "") or PROMETHEUS_URL
+INGEST_PUSH_SENDER_CHECK_SECONDS = env.env_float(
+    "INGEST_PUSH_SENDER_CHECK_SECONDS", 5.0, minimum=0.5
+)
+# Metric names kept (a full-match regex); every other pushed series is counted and dropped.
+INGEST_PUSH_KEEP = env.env_str(
+    "INGEST_PUSH_KEEP", r"DCGM_FI_.*|dcgm_.*|node_infiniband_.*|infiniband_.*"
+)
+INGEST_PUSH_MAX_BODY_BYTES = env.env_int("INGEST_PUSH_MAX_BODY_BYTES", 64 << 20, minimum=1024)
 # Queries in flight at once per process (a semaphore in PrometheusClient); 0 = no limit.
 PROMETHEUS_MAX_CONCURRENCY = env.env_int("PROMETHEUS_MAX_CONCURRENCY", 8, minimum=0)
 HTTP_TIMEOUT_SECONDS = env.env_float("HTTP_TIMEOUT_SECONDS", 10.0, minimum=0.1)

@@ -22,6 +22,7 @@ from datetime import datetime
 import cramjam
 from django.conf import settings
 
+from . import push_reads
 from .flavor import PROMETHEUS_LOOKBACK_SECONDS, REMOTE_READ, refuse_remote_read
 from .prometheus import (
     AnswerTooLarge,
@@ -71,6 +72,26 @@ def reads_raw(client: PrometheusClient) -> bool:
 
 
 def read_steps(
+    client: PrometheusClient, queries: Sequence[tuple[str, datetime]], end: datetime, step: float
+) -> Iterator[tuple[int, object]]:
+    """(index, ``data.result``) of each range query ``(promql, start)`` up to ``end``, in order:
+    in push mode (INGEST_PUSH_URL) from the receiver where it can (``ingest.push_reads``),
+    the rest from Prometheus (``read_pulled``)."""
+    if not push_reads.enabled():
+        yield from read_pulled(client, queries, end, step)
+        return
+
+    def pull(
+        some: Sequence[tuple[str, datetime]], until: datetime, offset: int
+    ) -> Iterator[tuple[int, object]]:
+        for index, result in read_pulled(client, some, until, step):
+            yield offset + index, result
+
+    closed = lookback_closed(client)
+    yield from push_reads.read_pushed(client, queries, end, step, closed, pull)
+
+
+def read_pulled(
     client: PrometheusClient, queries: Sequence[tuple[str, datetime]], end: datetime, step: float
 ) -> Iterator[tuple[int, object]]:
     """(index, ``data.result``) of each range query ``(promql, start)`` up to ``end``, in order.

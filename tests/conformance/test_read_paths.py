@@ -82,8 +82,8 @@ def blocks_file(series: Samples, path: Path) -> None:
     path.write_text("\n".join([*lines, "# EOF", ""]))
 
 
-def live_history(workdir: Path, legacy: bool) -> Iterator[PrometheusProcess]:
-    """The cluster's history in blocks, then in the head across a restart (module docstring)."""
+def cluster_series(workdir: Path, legacy: bool) -> Samples:
+    """The simulated cluster's series over [T0, END] (module docstring), staleness markers in."""
     require_prometheus()
     epoch = datetime.fromtimestamp(T0, UTC)
     faults = [
@@ -94,7 +94,11 @@ def live_history(workdir: Path, legacy: bool) -> Iterator[PrometheusProcess]:
     spec = ClusterSpec(nodes=2, seed=3, epoch=epoch, faults=faults, exporters=exporters)
     cluster = Cluster(spec)
     write_history(cluster, T0, END, float(STEP), workdir / "history.om", "all")
-    series = with_stale_markers(series_of(workdir / "history.om"), round(END * 1000))
+    return with_stale_markers(series_of(workdir / "history.om"), round(END * 1000))
+
+
+def prometheus_holding(workdir: Path, series: Samples) -> Iterator[PrometheusProcess]:
+    """A Prometheus with ``series`` in blocks, then in the head across a restart."""
     blocks_file(between(series, T0, HEAD_FROM), workdir / "blocks.om")
     tsdb = workdir / "tsdb"
     create_blocks(workdir / "blocks.om", tsdb)
@@ -112,6 +116,11 @@ def live_history(workdir: Path, legacy: bool) -> Iterator[PrometheusProcess]:
         yield prometheus
     finally:
         prometheus.stop()
+
+
+def live_history(workdir: Path, legacy: bool) -> Iterator[PrometheusProcess]:
+    """The cluster's history in blocks, then in the head across a restart (module docstring)."""
+    yield from prometheus_holding(workdir, cluster_series(workdir, legacy))
 
 
 @pytest.fixture(scope="module", params=["current", "legacy"])

@@ -1,0 +1,67 @@
+"""``python manage.py push_receiver``: the remote-write receiver of push mode (docs/push.md)."""
+
+from __future__ import annotations
+
+import re
+import signal
+import threading
+import time
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from core.secrets import redact_url
+from ingest.flavor import PROMETHEUS_LOOKBACK_SECONDS
+from ingest.push_receiver import Receiver, serve
+from ingest.push_store import PushStore
+
+
+def build_receiver() -> Receiver:
+    """A receiver with an empty store whose data starts now (settings INGEST_PUSH_*)."""
+    if not settings.INGEST_PUSH_TOKEN:
+        raise CommandError("INGEST_PUSH_TOKEN is empty: set the bearer token Prometheus sends")
+    try:
+        keep = re.compile(settings.INGEST_PUSH_KEEP)
+    except re.error as exc:
+        raise CommandError(f"INGEST_PUSH_KEEP is not a regex: {exc}") from None
+    store = PushStore(
+        lookback_ms=round(PROMETHEUS_LOOKBACK_SECONDS * 1000),
+        retention_ms=settings.INGEST_PUSH_RETENTION_SECONDS * 1000,
+        delay_ms=settings.INGEST_PUSH_DELAY_SECONDS * 1000,
+        data_from_ms=round(time.time() * 1000),
+        kept_name=keep,
+    )
+    return Receiver(
+        store, settings.INGEST_PUSH_TOKEN, max_bytes=settings.INGEST_PUSH_MAX_BODY_BYTES
+    )
+
+
+class Command(BaseCommand):
+    help = "Receive Prometheus remote write for the GPU and IB families and answer ingest's steps."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--listen", default=settings.INGEST_PUSH_LISTEN, help="host:port")
+
+    def handle(self, *args: object, **options: object) -> None:
+        host, _, port = str(options["listen"]).rpartition(":")
+        if not host or not port.isdigit():
+            raise CommandError(f"--listen {options['listen']!r}: expected host:port")
+        receiver = build_receiver()
+        server = serve(
+            receiver,
+            host,
+            int(port),
+            sender_url=settings.INGEST_PUSH_SENDER_URL,
+            check_seconds=settings.INGEST_PUSH_SENDER_CHECK_SECONDS,
+            timeout=settings.PROMETHEUS_TIMEOUT_SECONDS,
+        )
+        self.stdout.write(
+            f"push receiver on http://{host}:{server.server_port}, sender "
+            f"{redact_url(settings.INGEST_PUSH_SENDER_URL)}",
+        )
+        self.stdout.flush()
+        stop = threading.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: stop.set())
+        stop.wait()
+        server.shutdown()

@@ -1,0 +1,151 @@
+"""Ingest's side of push mode: the GPU and IB step queries answered by ``manage.py push_receiver``.
+
+With INGEST_PUSH_URL set, ``step_reads.read_steps`` sends every query that
+``raw_steps.step_query`` parses to the receiver in one request; each answer carries the
+covered steps' ``data.result`` and the runs of steps the receiver could not answer exactly
+(``ingest.push_store``), which are read from Prometheus through the usual path and merged in.
+Queries of other shapes, and every query when the receiver cannot be asked (down, slow,
+malformed answer), go to Prometheus as before: push mode only ever saves reads.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
+
+import orjson
+import requests
+from django.conf import settings
+
+from core.secrets import redact_url
+
+from .prometheus import PrometheusClient
+from .prometheus_io import DeadlineExceeded, TooLarge, read_body
+from .raw_steps import StepQuery, step_query
+from .remote_read import matchers
+
+log = logging.getLogger(__name__)
+Pull = Callable[[Sequence[tuple[str, datetime]], datetime], Iterator[tuple[int, object]]]
+#: What this process asked the receiver and what it answered (steps), for /metrics and tests.
+STATS = {"requests": 0, "failures": 0, "pushed_steps": 0, "pulled_runs": 0}
+
+
+class PushUnavailable(Exception):
+    """The receiver gave no usable answer."""
+
+
+def enabled() -> bool:
+    return bool(settings.INGEST_PUSH_URL)
+
+
+def read_pushed(
+    client: PrometheusClient,
+    queries: Sequence[tuple[str, datetime]],
+    end: datetime,
+    step: float,
+    closed: bool,
+    pull: Pull,
+) -> Iterator[tuple[int, object]]:
+    """(index, ``data.result``) of each query, from the receiver where it can, in order."""
+    asked: list[tuple[int, StepQuery, list[str], datetime]] = []
+    for index, (promql, start) in enumerate(queries):
+        parsed = step_query(promql) if start <= end else None
+        if parsed is not None:
+            asked.append((index, parsed, [client.scoped(s) for s in parsed.selectors], start))
+    answers: dict[int, dict] = {}
+    if asked:
+        try:
+            answers = dict(zip((a[0] for a in asked), _ask(asked, end, step, closed), strict=True))
+        except PushUnavailable as exc:
+            STATS["failures"] += 1
+            log.warning("push: %s; reading these steps from Prometheus", exc)
+    for index, (promql, start) in enumerate(queries):
+        answer = answers.get(index)
+        if answer is None:
+            yield from pull([(promql, start)], end, offset=index)
+            continue
+        result = answer["result"]
+        for first_ms, last_ms in answer["uncovered"]:
+            STATS["pulled_runs"] += 1
+            first, last = (datetime.fromtimestamp(ms / 1000, UTC) for ms in (first_ms, last_ms))
+            for _index, part in pull([(promql, first)], last, offset=0):
+                if isinstance(part, Exception):
+                    result = part
+                    break
+                result = merged(result, part)  # type: ignore[arg-type]
+            if isinstance(result, Exception):
+                break
+        yield index, result
+
+
+def _ask(
+    asked: list[tuple[int, StepQuery, list[str], datetime]],
+    end: datetime,
+    step: float,
+    closed: bool,
+) -> list[dict]:
+    payload = {
+        "step": step,
+        "end": round(end.timestamp()),
+        "closed": closed,
+        "queries": [
+            {
+                "start": round(start.timestamp()),
+                "by": list(query.by),
+                "selectors": [matchers(s) for s in scoped],
+                "timestamps": query.timestamps,
+            }
+            for _index, query, scoped, start in asked
+        ],
+    }
+    url = f"{settings.INGEST_PUSH_URL.rstrip('/')}/api/v1/steps"
+    deadline = time.monotonic() + settings.PROMETHEUS_DEADLINE_SECONDS
+    STATS["requests"] += 1
+    try:
+        with requests.post(
+            url,
+            data=orjson.dumps(payload),
+            headers={
+                "Authorization": f"Bearer {settings.INGEST_PUSH_TOKEN}",
+                "Content-Type": "application/json",
+            },
+            timeout=settings.PROMETHEUS_TIMEOUT_SECONDS,
+            stream=True,
+        ) as response:
+            body = read_body(response, deadline, settings.PROMETHEUS_MAX_ANSWER_BYTES)
+            status = response.status_code
+    except (requests.RequestException, DeadlineExceeded, TooLarge, OSError) as exc:
+        raise PushUnavailable(
+            f"{redact_url(url)}: {type(exc).__name__}: {str(exc)[:200]}"
+        ) from None
+    if status != 200:
+        raise PushUnavailable(f"{redact_url(url)}: HTTP {status}: {body[:200]!r}")
+    try:
+        answers = orjson.loads(body)["answers"]
+        checked = [
+            (list(a["result"]), [(int(x), int(y)) for x, y in a["uncovered"]]) for a in answers
+        ]
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise PushUnavailable(f"{redact_url(url)}: malformed answer ({exc})") from None
+    if len(checked) != len(asked):
+        raise PushUnavailable(f"{redact_url(url)}: {len(checked)} answers for {len(asked)} queries")
+    STATS["pushed_steps"] += sum(len(item["values"]) for result, _ in checked for item in result)
+    return [{"result": result, "uncovered": runs} for result, runs in checked]
+
+
+def merged(pushed: list[dict], pulled: list[dict]) -> list[dict]:
+    """Two ``data.result`` lists of one query over disjoint steps, as one: values in time
+    order, series in label order (a range query's, so rows are written in the same order)."""
+    by_key: dict[tuple, dict] = {}
+    for item in (*pushed, *pulled):
+        key = tuple(sorted(item["metric"].items()))
+        held = by_key.get(key)
+        if held is None:
+            by_key[key] = {"metric": item["metric"], "values": list(item["values"])}
+        else:
+            held["values"].extend(item["values"])
+    for held in by_key.values():
+        held["values"].sort(key=lambda point: float(point[0]))
+    return [by_key[key] for key in sorted(by_key)]  # Prometheus' order: by labels

@@ -1,0 +1,210 @@
+"""What Prometheus pushes by remote write, held in memory, and the step answers made from it.
+
+``ingest.push_receiver`` feeds a ``PushStore`` with every series of each ``WriteRequest``
+whose metric name ingest reads (``kept_name``), and answers the GPU and IB families'
+step queries from it with ``raw_steps.step_answer``: the same computation as the remote-read
+path, over samples Prometheus sent instead of samples read back from it. Pure: no I/O,
+no Django; the clock is passed in (milliseconds).
+
+A step ``ts`` is answered only where the samples it depends on (those in its lookback,
+``(ts - lookback, ts]``) are known to be complete here; every other step is *uncovered*
+and ingest reads it from Prometheus as before (``ingest.step_reads``):
+
+* before ``data_from + lookback``: this process started at ``data_from`` (a sample older
+  than that may have gone to a receiver process that is gone; one as new was sent here);
+* after ``now - delay``: Prometheus may still be sending it (remote write batches for up
+  to ``batch_send_deadline``, 5 s by default); and after the last time Prometheus told
+  its start time (``sender_seen``), since a restart after that is not known yet;
+* before the retention ``horizon`` (samples older than that are dropped, the newest of them
+  kept per series);
+* in a sender *gap*: Prometheus restarted (or reloaded its config, which restarts its
+  queues) at ``R``. Its new WAL watcher sends only samples newer than its own start
+  (storage/remote/watcher.go, ``startTimestamp``), so what the old process had not sent
+  yet is lost here: each series' samples after the last one received before ``R``. Steps
+  from the oldest such "last sample" of the series active then, to ``R + lookback``, are
+  uncovered.
+
+Within one series remote write sends samples in time order (a series always goes to the
+same shard); a sample at or before one already held replaces it or is inserted in order
+(``out_of_order``), and one at or before a step already answered is counted as ``late``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from .raw_steps import StepQuery, step_answer
+
+Pairs = tuple[tuple[str, str], ...]
+Samples = list[tuple[int, float | None]]
+#: ``remote_read`` matcher types: =, !=, =~, !~.
+EQUAL, NOT_EQUAL, MATCH, NOT_MATCH = 0, 1, 2, 3
+
+
+@dataclass
+class Counters:
+    """What the store has seen (``/metrics`` of the receiver)."""
+
+    requests: int = 0
+    series_received: int = 0
+    samples_received: int = 0
+    samples_ignored: int = 0  # of series whose metric ingest does not read
+    out_of_order: int = 0
+    late: int = 0
+    sender_restarts: int = 0
+    answered: int = 0
+    uncovered: int = 0
+
+
+@dataclass
+class PushStore:
+    """Raw series by metric name, with what makes their step answers exact."""
+
+    lookback_ms: int
+    retention_ms: int
+    delay_ms: int
+    data_from_ms: int
+    kept_name: re.Pattern[str]
+    by_name: dict[str, dict[Pairs, Samples]] = field(default_factory=dict)
+    gaps: list[tuple[int, int]] = field(default_factory=list)  # [lo, hi) of step times
+    horizon_ms: int = 0
+    answered_ms: int = 0  # the latest step answered
+    sender_start_ms: int | None = None
+    #: When Prometheus last told its start time (``sender_seen``); later steps are uncovered.
+    checked_ms: int = 0
+    counters: Counters = field(default_factory=Counters)
+
+    # --- writes ------------------------------------------------------------------
+
+    def add(self, series: Iterable[tuple[Pairs, Samples]]) -> None:
+        """Take one request's series: labels as sent (sorted by name) and (ms, value|None)."""
+        counters = self.counters
+        counters.requests += 1
+        for pairs, samples in series:
+            name = _name(pairs)
+            if name is None or not self.kept_name.fullmatch(name):
+                counters.samples_ignored += len(samples)
+                continue
+            counters.series_received += 1
+            counters.samples_received += len(samples)
+            held = self.by_name.setdefault(name, {}).setdefault(pairs, [])
+            for t, value in samples:
+                if t <= self.answered_ms:
+                    counters.late += 1
+                if not held or t > held[-1][0]:
+                    held.append((t, value))
+                    continue
+                counters.out_of_order += 1
+                at = bisect.bisect_left(held, t, key=lambda sample: sample[0])
+                if at < len(held) and held[at][0] == t:
+                    held[at] = (t, value)
+                else:
+                    held.insert(at, (t, value))
+
+    def sender_seen(self, start_ms: int, at_ms: int) -> bool:
+        """Prometheus said at ``at_ms`` that it (re)started or reloaded at ``start_ms``: open a
+        gap if that is new. The first start seen is taken as known (this process' own start
+        covers it). Returns True when a gap was opened.
+        """
+        self.checked_ms = max(self.checked_ms, at_ms)
+        previous, self.sender_start_ms = self.sender_start_ms, start_ms
+        if previous is None or start_ms <= previous:
+            return False
+        self.counters.sender_restarts += 1
+        oldest_last = start_ms
+        active_from = start_ms - self.lookback_ms
+        for held in self.by_name.values():
+            for samples in held.values():
+                at = bisect.bisect_left(samples, start_ms, key=lambda sample: sample[0])
+                if at and samples[at - 1][0] >= active_from:
+                    oldest_last = min(oldest_last, samples[at - 1][0])
+        self.gaps.append((oldest_last, start_ms + self.lookback_ms))
+        return True
+
+    def prune(self, now_ms: int) -> None:
+        """Drop samples older than the retention, keeping each series' newest older one."""
+        horizon = now_ms - self.retention_ms
+        if horizon <= self.horizon_ms:
+            return
+        self.horizon_ms = horizon
+        for name, held in list(self.by_name.items()):
+            for pairs, samples in list(held.items()):
+                at = bisect.bisect_left(samples, horizon, key=lambda sample: sample[0])
+                if at == len(samples) and samples and samples[-1][0] < horizon - self.lookback_ms:
+                    del held[pairs]  # nothing within a lookback of the horizon: gone
+                elif at > 1:
+                    del samples[: at - 1]
+            if not held:
+                del self.by_name[name]
+        self.gaps = [(lo, hi) for lo, hi in self.gaps if hi > horizon]
+
+    # --- reads -------------------------------------------------------------------
+
+    def uncovered(self, times: Sequence[int], now_ms: int) -> list[int]:
+        """The step times (ms) of ``times`` this store cannot answer exactly (module docstring)."""
+        first = max(self.data_from_ms + self.lookback_ms, self.horizon_ms)
+        last = min(now_ms - self.delay_ms, self.checked_ms)
+        return [
+            ts
+            for ts in times
+            if ts < first or ts > last or any(lo <= ts < hi for lo, hi in self.gaps)
+        ]
+
+    def series(self, selector: Sequence[tuple[int, str, str]]) -> list[tuple[Pairs, Samples]]:
+        """The held series a selector's matchers (``remote_read.matchers``) select."""
+        names = [value for kind, label, value in selector if kind == EQUAL and label == "__name__"]
+        pools = [self.by_name.get(names[0], {})] if names else list(self.by_name.values())
+        tests = [_test(kind, label, value) for kind, label, value in selector]
+        found = []
+        for pool in pools:
+            for pairs, samples in pool.items():
+                labels = dict(pairs)
+                if all(test(labels) for test in tests):
+                    found.append((pairs, samples))
+        return found
+
+    def answer(
+        self,
+        query: StepQuery,
+        selectors: Sequence[Sequence[tuple[int, str, str]]],
+        times: Sequence[int],
+        closed: bool,
+    ) -> list[dict[str, object]]:
+        """``data.result`` of ``query`` at ``times`` (every one of them covered)."""
+        raw = [self.series(selector) for selector in selectors]
+        if times:
+            self.answered_ms = max(self.answered_ms, times[-1])
+        self.counters.answered += len(times)
+        return step_answer(query, raw, times, self.lookback_ms, closed)
+
+
+def _name(pairs: Pairs) -> str | None:
+    for label, value in pairs:
+        if label == "__name__":
+            return value
+    return None
+
+
+def _test(kind: int, label: str, value: str):  # noqa: ANN202 - a predicate over a label dict
+    if kind == EQUAL:
+        return lambda labels: labels.get(label, "") == value
+    if kind == NOT_EQUAL:
+        return lambda labels: labels.get(label, "") != value
+    pattern = re.compile(value)  # PromQL regexes are anchored: fullmatch
+    if kind == MATCH:
+        return lambda labels: pattern.fullmatch(labels.get(label, "")) is not None
+    return lambda labels: pattern.fullmatch(labels.get(label, "")) is None
+
+
+def intervals(times: Sequence[int], step_ms: int) -> list[tuple[int, int]]:
+    """Consecutive runs of step times as (first, last) pairs."""
+    runs: list[tuple[int, int]] = []
+    for ts in times:
+        if runs and ts - runs[-1][1] == step_ms:
+            runs[-1] = (runs[-1][0], ts)
+        else:
+            runs.append((ts, ts))
+    return runs
