@@ -60,16 +60,20 @@ from tests.support.remote_write import (  # noqa: E402
 
 #: How far ahead of the wall clock the history is stamped (see the module docstring).
 AHEAD_SECONDS = 1800
+TOKEN = "bench-push-token"
+PUSH_RECEIVERS: set[int] = set()
 
 
-def forwarding(port: int, names: list[str], per_send: int = 0) -> str:
+def forwarding(port: int, names: list[str], per_send: int = 0, token: str = "") -> str:
     """The ``remote_write`` block a site would add: only the metrics ingest reads
     (``per_send``: ``queue_config.max_samples_per_send``, 0 for Prometheus' default)."""
     queue = f"    queue_config:\n      max_samples_per_send: {per_send}\n" if per_send else ""
+    auth = f"    authorization:\n      credentials: {token}\n" if token else ""
     return (
         "remote_write:\n"
         f"  - url: http://127.0.0.1:{port}/api/v1/write\n"
         "    remote_timeout: 30s\n"
+        f"{auth}"
         "    write_relabel_configs:\n"
         "      - source_labels: [__name__]\n"
         f"        regex: '{'|'.join(names)}'\n"
@@ -104,9 +108,53 @@ def add_unrelated(steps: dict[int, dict[tuple, list]], nodes: int, times: float)
 
 
 def sink_stats(port: int) -> dict[str, int]:
-    """The receiver's counters."""
+    """The receiver's counters: the sink's /stats, or ClusterWatch's receiver's /metrics."""
+    if port in PUSH_RECEIVERS:
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            text = answer.read().decode()
+        values = dict(line.split(" ", 1) for line in text.splitlines() if line[:1] != "#")
+        return {
+            "samples": int(values["clusterwatch_push_samples_received_total"])
+            + int(values["clusterwatch_push_samples_ignored_total"]),
+            "held": int(values["clusterwatch_push_samples"]),
+        }
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=10) as answer:
         return json.loads(answer.read())
+
+
+def start_receiver(
+    kind: str, port: int, sender_url: str, first: float, end: float
+) -> subprocess.Popen[bytes]:
+    """The receiver process: ClusterWatch's (manage.py push_receiver: its data complete from
+    a lookback before the ``first`` stamp, its clock past the ``end`` stamp, so every step of
+    the history fed is one it answers) or the counting sink."""
+    if kind == "sink":
+        script = Path(__file__).with_name("remote_write_sink.py")
+        return subprocess.Popen([sys.executable, str(script), str(port)])
+    PUSH_RECEIVERS.add(port)
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "INGEST_PUSH_TOKEN": TOKEN,
+        "INGEST_PUSH_SENDER_URL": sender_url,
+        "INGEST_PUSH_RETENTION_SECONDS": "7200",  # the whole replay stays in its window
+    }
+    manage = Path(__file__).resolve().parents[1] / "manage.py"
+    offset = str(end + 60 - time.time())
+    command = [sys.executable, str(manage), "push_receiver", "--listen", f"127.0.0.1:{port}"]
+    replay = ["--clock-offset", offset, "--data-from", str(first - 360)]
+    return subprocess.Popen([*command, *replay], env=env)
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process, MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def settled(sink_port: int, wait: float = 5.0, limit: float = 300.0) -> None:
@@ -171,6 +219,10 @@ def main() -> None:  # noqa: PLR0915 - one linear bench
     parser.add_argument(
         "--per-send", type=int, default=0, help="queue_config.max_samples_per_send (0: default)"
     )
+    parser.add_argument(
+        "--receiver", choices=("clusterwatch", "sink"), default="clusterwatch",
+        help="ClusterWatch's push receiver (then push mode's reads are measured) or a counting sink",
+    )  # fmt: skip
     args = parser.parse_args()
     total = time.perf_counter()
     os.environ.setdefault("PROMETHEUS_URL", "http://127.0.0.1:9")
@@ -210,14 +262,15 @@ def main() -> None:  # noqa: PLR0915 - one linear bench
         probe = PrometheusClient(off.url, timeout=120)
         queries = todays_queries(probe)
         names = metrics_of(queries, probe.known_metrics())
-        sink_port = free_port()
-        sink_process = subprocess.Popen(
-            [sys.executable, str(Path(__file__).with_name("remote_write_sink.py")), str(sink_port)]
+        sink_port, on_port = free_port(), free_port()
+        sink_process = start_receiver(
+            args.receiver, sink_port, f"http://127.0.0.1:{on_port}", first, end
         )
         stack.callback(stop_process, sink_process)
-        wait_until(lambda: _answers(sink_port), 30, "the receiver to start", interval=0.2)
-        forward = forwarding(sink_port, names, args.per_send)
-        on = receiver_prometheus(workdir / "on", forward, timeout=120)
+        wait_until(lambda: _answers(sink_port), 60, "the receiver to start", interval=0.2)
+        token = TOKEN if args.receiver == "clusterwatch" else ""
+        forward = forwarding(sink_port, names, args.per_send, token)
+        on = receiver_prometheus(workdir / "on", forward, timeout=120, port=on_port)
         stack.callback(on.stop)
         kept = set(names)
         bodies = {ms: list(write_requests(step)) for ms, step in steps.items()}
@@ -253,6 +306,11 @@ def main() -> None:  # noqa: PLR0915 - one linear bench
             for name, prometheus, receiver in order if i % 2 == 0 else order[::-1]:
                 quiet(off.process.pid, on.process.pid, sink_process.pid)
                 costs[name].append(step_cost(prometheus, bodies[ms], args.settle, receiver))
+        pushed = None
+        if args.receiver == "clusterwatch":
+            pushed = push_reads_cost(args, on, sink_process.pid, sink_port, queries, stamps, kept)
+            pushed["rss"] = rss_mb(sink_process.pid)
+            pushed["held"] = sink_stats(sink_port)["held"]
 
     measured_ms = stamps[args.warmup :]
     median = lambda rows, i: statistics.median(r[i] for r in rows)  # noqa: E731
@@ -285,10 +343,13 @@ def main() -> None:  # noqa: PLR0915 - one linear bench
     say("  per step, off / on / receiver CPU s, seconds until the receiver had it all:")
     for (a, *_), (b, r, got, window) in zip(costs["off"], costs["on"], strict=True):
         say(f"    {a:6.2f} {b:6.2f} {r:6.2f}   {got:5.1f} s of a {window:.1f} s window")
+    if pushed is not None:
+        say_push(pushed, receiver, reads_server, reads_ours, reads_wall)
     say(f"bench wall time: {time.perf_counter() - total:.0f} s")
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     per_send = f" --per-send {args.per_send}" if args.per_send else ""
     per_send += f" --unrelated {args.unrelated:g}" if args.unrelated else ""
+    per_send += " --receiver sink" if args.receiver == "sink" else ""
     title = (
         f"## bench_remote_write.py --nodes {args.nodes} --steps {args.steps}{per_send} ({stamp})"
     )
@@ -296,6 +357,54 @@ def main() -> None:  # noqa: PLR0915 - one linear bench
         f"bench_remote_write-{args.nodes}{per_send.replace(' --', '-').replace(' ', '-')}",
         f"{title}\n\n```\n" + "\n".join(LINES) + "\n```",
     )
+
+
+def push_reads_cost(args, on, receiver_pid: int, port: int, queries, stamps, kept) -> dict:  # noqa: ANN001
+    """Push mode's reads of the last measured cycle, ``--rounds`` times: Prometheus ("on", the
+    sender) CPU, ingest's and the receiver's CPU, wall; medians. Every step must be pushed."""
+    from django.test.utils import override_settings
+
+    from ingest import push_reads
+    from ingest.prometheus import PrometheusClient
+
+    sender = PrometheusClient(on.url, timeout=120)
+    until = datetime.fromtimestamp(stamps[-1] / 1000, UTC)
+    window = (until - timedelta(seconds=STEP), until, float(STEP))
+    before = dict(push_reads.STATS)
+    rounds = []
+    with override_settings(INGEST_PUSH_URL=f"http://127.0.0.1:{port}", INGEST_PUSH_TOKEN=TOKEN):
+        for _ in range(args.rounds):
+            quiet(on.process.pid, receiver_pid)
+            started = cpu_seconds(receiver_pid)
+            server, ours, wall, series, points = measured(
+                lambda: folded(sender, queries, "query_range", window, kept=True), on.process.pid
+            )
+            rounds.append((server, ours, cpu_seconds(receiver_pid) - started, wall, series, points))
+    pulled = push_reads.STATS["pulled_runs"] - before["pulled_runs"]
+    failures = push_reads.STATS["failures"] - before["failures"]
+    if pulled or failures:
+        say(f"  WARNING: push reads pulled {pulled} runs from Prometheus, {failures} failures")
+    return {
+        key: statistics.median(r[i] for r in rounds)
+        for i, key in enumerate(("server", "ingest", "receiver", "wall", "series", "points"))
+    } | {"pulled": pulled, "failures": failures}
+
+
+def say_push(
+    pushed: dict, taking: float, reads_server: float, reads_ours: float, reads_wall: float
+) -> None:
+    """Push mode's lines: its reads, and ClusterWatch's whole cost per cycle, beside today's."""
+    answering = pushed["ingest"] + pushed["receiver"]
+    total = taking + answering
+    say(f"{'push mode: reads of one cycle from the receiver':<58} {pushed['server']:8.2f}s "
+        f"{pushed['server'] / reads_server:4.2f}x {answering:9.2f}s {answering / reads_ours:4.2f}x"
+        f"   (wall {pushed['wall']:.2f} s, {pushed['wall'] / reads_wall:.2f}x; ingest "
+        f"{pushed['ingest']:.2f} s + receiver {pushed['receiver']:.2f} s; {pushed['series']:,.0f} "
+        f"series, {pushed['points']:,.0f} points; runs pulled {pushed['pulled']})")  # fmt: skip
+    say(f"push mode, ClusterWatch CPU per cycle: receiver taking the step {taking:.2f} s + "
+        f"answering {pushed['receiver']:.2f} s + ingest {pushed['ingest']:.2f} s = {total:.2f} s, "
+        f"{total / reads_ours:.2f}x today's {reads_ours:.2f} s")  # fmt: skip
+    say(f"push receiver: {pushed['rss']:.0f} MB resident, {pushed['held']:,} samples held")
 
 
 def _answers(port: int) -> bool:

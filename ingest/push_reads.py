@@ -27,7 +27,8 @@ from .raw_steps import StepQuery, step_query
 from .remote_read import matchers
 
 log = logging.getLogger(__name__)
-Pull = Callable[[Sequence[tuple[str, datetime]], datetime], Iterator[tuple[int, object]]]
+#: Reads (query, start) pairs up to a time from Prometheus; indexes counted from ``offset``.
+Pull = Callable[[Sequence[tuple[str, datetime]], datetime, int], Iterator[tuple[int, object]]]
 #: What this process asked the receiver and what it answered (steps), for /metrics and tests.
 STATS = {"requests": 0, "failures": 0, "pushed_steps": 0, "pulled_runs": 0}
 
@@ -64,13 +65,13 @@ def read_pushed(
     for index, (promql, start) in enumerate(queries):
         answer = answers.get(index)
         if answer is None:
-            yield from pull([(promql, start)], end, offset=index)
+            yield from pull([(promql, start)], end, index)
             continue
         result = answer["result"]
         for first_ms, last_ms in answer["uncovered"]:
             STATS["pulled_runs"] += 1
             first, last = (datetime.fromtimestamp(ms / 1000, UTC) for ms in (first_ms, last_ms))
-            for _index, part in pull([(promql, first)], last, offset=0):
+            for _index, part in pull([(promql, first)], last, 0):
                 if isinstance(part, Exception):
                     result = part
                     break

@@ -73,7 +73,7 @@ def decode_write(body: bytes, max_bytes: int) -> list[tuple[tuple[tuple[str, str
     except (cramjam.DecompressionError, DecodeError) as exc:
         raise PushError(400, f"body is not a snappy WriteRequest: {str(exc)[:200]}") from None
     series = []
-    for item in message.timeseries:  # type: ignore[attr-defined]
+    for item in message.timeseries:
         pairs = tuple([(label.name, label.value) for label in item.labels])
         samples = [
             (s.timestamp, None if s.value != s.value and _stale(s.value) else s.value)  # noqa: PLR0124
@@ -118,14 +118,16 @@ def parse_steps(payload: object) -> tuple[float, int, bool, list[tuple[StepQuery
 
 def parse_query(number: int, query: object, end: int, step: float) -> tuple[StepQuery, list, int]:
     """One query of a steps request: (query, matchers per selector, start s)."""
+    if not isinstance(query, dict):
+        raise PushError(400, f"queries[{number}]: expected start, by, selectors")
     try:
-        start = query["start"]  # type: ignore[index]
-        by = tuple(query["by"])  # type: ignore[index]
+        start = query["start"]
+        by = tuple(query["by"])
         selectors = [
             [(int(kind), str(label), str(value)) for kind, label, value in selector]
-            for selector in query["selectors"]  # type: ignore[index]
+            for selector in query["selectors"]
         ]
-        timestamps = query.get("timestamps", False)  # type: ignore[union-attr]
+        timestamps = query.get("timestamps", False)
     except (KeyError, TypeError, ValueError, AttributeError):
         raise PushError(400, f"queries[{number}]: expected start, by, selectors") from None
     bad_start = not isinstance(start, int) or isinstance(start, bool) or start > end
@@ -294,11 +296,6 @@ class Handler(BaseHTTPRequestHandler):
     """The four routes of one ``Receiver`` (``_handler`` binds it); refusals are JSON errors."""
 
     receiver: Receiver
-    socket_timeout: float
-
-    def setup(self) -> None:
-        self.timeout = self.socket_timeout  # per socket operation: a stalled client is dropped
-        super().setup()
 
     def _send(self, status: int, payload: bytes = b"", kind: str = "application/json") -> None:
         self.send_response(status)
@@ -354,7 +351,8 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def _handler(receiver: Receiver, timeout: float) -> type[Handler]:
-    return type("BoundHandler", (Handler,), {"receiver": receiver, "socket_timeout": timeout})
+    # ``timeout`` is StreamRequestHandler's per-socket-operation limit: a stalled client is dropped
+    return type("BoundHandler", (Handler,), {"receiver": receiver, "timeout": timeout})
 
 
 class ReceiverServer(ThreadingHTTPServer):

@@ -35,11 +35,14 @@ import bisect
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from .raw_steps import StepQuery, step_answer
+from .raw_steps import StepQuery, series_keys, step_answer
 
 Pairs = tuple[tuple[str, str], ...]
 Samples = list[tuple[int, float | None]]
+#: How far the retention horizon moves between two walks over every series (``prune``).
+PRUNE_EVERY_MS = 60_000
 #: ``remote_read`` matcher types: =, !=, =~, !~.
 EQUAL, NOT_EQUAL, MATCH, NOT_MATCH = 0, 1, 2, 3
 
@@ -76,21 +79,44 @@ class PushStore:
     #: When Prometheus last told its start time (``sender_seen``); later steps are uncovered.
     checked_ms: int = 0
     counters: Counters = field(default_factory=Counters)
+    _kept: dict[str, bool] = field(default_factory=dict)
+    #: (by, either) -> series labels -> ``raw_steps.series_keys`` (series outlive cycles).
+    _keys: dict[tuple, dict[Pairs, tuple[Pairs, Pairs]]] = field(default_factory=dict)
 
     # --- writes ------------------------------------------------------------------
 
     def add(self, series: Iterable[tuple[Pairs, Samples]]) -> None:
         """Take one request's series: labels as sent (sorted by name) and (ms, value|None)."""
-        counters = self.counters
+        counters, kept, by_name = self.counters, self._kept, self.by_name
         counters.requests += 1
         for pairs, samples in series:
             name = _name(pairs)
-            if name is None or not self.kept_name.fullmatch(name):
+            wanted = kept.get(name)  # type: ignore[arg-type]
+            if wanted is None:
+                wanted = kept[name] = name is not None and bool(self.kept_name.fullmatch(name))  # type: ignore[index]
+            if not wanted:
                 counters.samples_ignored += len(samples)
                 continue
             counters.series_received += 1
             counters.samples_received += len(samples)
-            held = self.by_name.setdefault(name, {}).setdefault(pairs, [])
+            pool = by_name.get(name)  # type: ignore[arg-type]
+            if pool is None:
+                pool = by_name[name] = {}  # type: ignore[index]
+            held = pool.get(pairs)
+            if held is None:
+                held = pool[pairs] = []
+            if (
+                held
+                and samples
+                and samples[0][0] > held[-1][0]
+                and samples[0][0] > self.answered_ms
+            ):
+                held.extend(samples)  # in order and new: the usual case
+                if len(samples) == 1 or all(
+                    a[0] < b[0] for a, b in zip(samples, samples[1:], strict=False)
+                ):
+                    continue
+                del held[-len(samples) :]
             for t, value in samples:
                 if t <= self.answered_ms:
                     counters.late += 1
@@ -125,9 +151,10 @@ class PushStore:
         return True
 
     def prune(self, now_ms: int) -> None:
-        """Drop samples older than the retention, keeping each series' newest older one."""
+        """Drop samples older than the retention, keeping each series' newest older one
+        (a walk over every series: done once the horizon has moved by a minute)."""
         horizon = now_ms - self.retention_ms
-        if horizon <= self.horizon_ms:
+        if horizon < self.horizon_ms + PRUNE_EVERY_MS:
             return
         self.horizon_ms = horizon
         for name, held in list(self.by_name.items()):
@@ -135,6 +162,8 @@ class PushStore:
                 at = bisect.bisect_left(samples, horizon, key=lambda sample: sample[0])
                 if at == len(samples) and samples and samples[-1][0] < horizon - self.lookback_ms:
                     del held[pairs]  # nothing within a lookback of the horizon: gone
+                    for cache in self._keys.values():
+                        cache.pop(pairs, None)
                 elif at > 1:
                     del samples[: at - 1]
             if not held:
@@ -157,7 +186,13 @@ class PushStore:
         """The held series a selector's matchers (``remote_read.matchers``) select."""
         names = [value for kind, label, value in selector if kind == EQUAL and label == "__name__"]
         pools = [self.by_name.get(names[0], {})] if names else list(self.by_name.values())
-        tests = [_test(kind, label, value) for kind, label, value in selector]
+        tests = [
+            _test(kind, label, value)
+            for kind, label, value in selector
+            if not (names and kind == EQUAL and label == "__name__" and value == names[0])
+        ]
+        if not tests:
+            return [item for pool in pools for item in pool.items()]
         found = []
         for pool in pools:
             for pairs, samples in pool.items():
@@ -172,13 +207,32 @@ class PushStore:
         selectors: Sequence[Sequence[tuple[int, str, str]]],
         times: Sequence[int],
         closed: bool,
-    ) -> list[dict[str, object]]:
+    ) -> list[dict[str, Any]]:
         """``data.result`` of ``query`` at ``times`` (every one of them covered)."""
-        raw = [self.series(selector) for selector in selectors]
+        first = times[0] if times else 0
+        raw = [[(p, _tail(s, first)) for p, s in self.series(selector)] for selector in selectors]
         if times:
             self.answered_ms = max(self.answered_ms, times[-1])
         self.counters.answered += len(times)
-        return step_answer(query, raw, times, self.lookback_ms, closed)
+        either = len(selectors) > 1
+        cache = self._keys.setdefault((query.by, either), {})
+
+        def keys(labels: Sequence[tuple[str, str]]) -> tuple[Pairs, Pairs]:
+            pairs = tuple(labels)  # the store's labels are tuples already: no copy
+            found = cache.get(pairs)
+            if found is None:
+                found = cache[pairs] = series_keys(pairs, query.by, either)
+            return found
+
+        return step_answer(query, raw, times, self.lookback_ms, closed, keys)
+
+
+def _tail(samples: Samples, first: int) -> Samples:
+    """The samples from the newest one at or before ``first`` on (what the steps can see)."""
+    index = len(samples) - 1
+    while index > 0 and samples[index][0] > first:
+        index -= 1
+    return samples[index:] if index > 0 else samples
 
 
 def _name(pairs: Pairs) -> str | None:

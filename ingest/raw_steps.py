@@ -22,7 +22,7 @@ are not parsed (``step_query`` answers None) and go to ``query_range`` as before
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .remote_read import matchers
@@ -88,15 +88,29 @@ def at_steps(
     return out
 
 
+Pairs = tuple[tuple[str, str], ...]
+
+
+def series_keys(
+    pairs: Sequence[tuple[str, str]], by: Sequence[str], either: bool
+) -> tuple[Pairs, Pairs]:
+    """(``max by`` group key, identity for ``or``: every label but ``__name__``) of a series."""
+    labels = dict(pairs)
+    key = tuple([(label, labels[label]) for label in by if label in labels])
+    return key, (tuple([p for p in pairs if p[0] != "__name__"]) if either else ())
+
+
 def step_answer(
     query: StepQuery,
     raw: Sequence[Sequence[KeptSeries]],
     times: Sequence[int],
     lookback_ms: int,
     closed: bool,
+    keys: Callable[[Sequence[tuple[str, str]]], tuple[Pairs, Pairs]] | None = None,
 ) -> list[dict[str, object]]:
     """The ``data.result`` Prometheus answers for ``query`` at ``times`` (ms), from the raw
-    series of each of its selectors (``raw[i]`` for ``query.selectors[i]``)."""
+    series of each of its selectors (``raw[i]`` for ``query.selectors[i]``). ``keys``: what
+    ``series_keys`` gives for a series' labels (a caller may cache it)."""
     groups: dict[tuple[tuple[str, str], ...], dict[int, float]] = {}
     taken: set[tuple[tuple[tuple[str, str], ...], int]] = set()
     shared: set[tuple[tuple[str, str], ...]] = set()
@@ -104,9 +118,7 @@ def step_answer(
     for position, series_list in enumerate(raw):
         seen_here: set[tuple[tuple[tuple[str, str], ...], int]] = set()
         for pairs, samples in series_list:
-            labels = dict(pairs)
-            key = tuple([(label, labels[label]) for label in by if label in labels])
-            identity = tuple([p for p in pairs if p[0] != "__name__"]) if either else ()
+            key, identity = keys(pairs) if keys else series_keys(pairs, by, either)
             at = groups.get(key)
             if at is None:
                 at = groups[key] = {}

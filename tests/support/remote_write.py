@@ -85,16 +85,20 @@ def post_bodies(url: str, bodies: Iterable[bytes]) -> int:
     return sent
 
 
-def receiver_prometheus(directory: Path, config_tail: str = "", timeout: float = 300):  # noqa: ANN201 - PrometheusProcess
+def receiver_prometheus(  # noqa: ANN201 - PrometheusProcess
+    directory: Path, config_tail: str = "", timeout: float = 300, port: int | None = None
+):
     """A started Prometheus in ``directory`` with the remote-write receiver and no scrapes;
     ``config_tail`` is appended to its prometheus.yml (e.g. a ``remote_write`` block)."""
-    from tests.support.prometheus import PrometheusProcess
+    from tests.support.prometheus import PrometheusProcess, free_port
 
     tsdb = directory / "head-tsdb"
     tsdb.mkdir(parents=True)
     config = directory / "prometheus.yml"
     config.write_text("global:\n  scrape_interval: 30s\nscrape_configs: []\n" + config_tail)
-    process = PrometheusProcess(config, tsdb, extra_args=("--web.enable-remote-write-receiver",))
+    process = PrometheusProcess(
+        config, tsdb, port=port or free_port(), extra_args=("--web.enable-remote-write-receiver",)
+    )
     return process.start(timeout=timeout)
 
 

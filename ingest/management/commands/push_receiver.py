@@ -16,8 +16,12 @@ from ingest.push_receiver import Receiver, serve
 from ingest.push_store import PushStore
 
 
-def build_receiver() -> Receiver:
-    """A receiver with an empty store whose data starts now (settings INGEST_PUSH_*)."""
+def build_receiver(clock_offset: float = 0.0, data_from: float | None = None) -> Receiver:
+    """A receiver with an empty store whose data starts now (settings INGEST_PUSH_*).
+
+    For benches replaying stamped history only: ``clock_offset`` seconds are added to its
+    clock, ``data_from`` (unix s) says since when it has every sample instead of its start.
+    """
     if not settings.INGEST_PUSH_TOKEN:
         raise CommandError("INGEST_PUSH_TOKEN is empty: set the bearer token Prometheus sends")
     try:
@@ -28,11 +32,14 @@ def build_receiver() -> Receiver:
         lookback_ms=round(PROMETHEUS_LOOKBACK_SECONDS * 1000),
         retention_ms=settings.INGEST_PUSH_RETENTION_SECONDS * 1000,
         delay_ms=settings.INGEST_PUSH_DELAY_SECONDS * 1000,
-        data_from_ms=round(time.time() * 1000),
+        data_from_ms=round((time.time() + clock_offset if data_from is None else data_from) * 1000),
         kept_name=keep,
     )
     return Receiver(
-        store, settings.INGEST_PUSH_TOKEN, max_bytes=settings.INGEST_PUSH_MAX_BODY_BYTES
+        store,
+        settings.INGEST_PUSH_TOKEN,
+        max_bytes=settings.INGEST_PUSH_MAX_BODY_BYTES,
+        clock=lambda: time.time() + clock_offset,
     )
 
 
@@ -41,12 +48,20 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--listen", default=settings.INGEST_PUSH_LISTEN, help="host:port")
+        parser.add_argument(
+            "--clock-offset", type=float, default=0.0,
+            help="seconds added to the receiver's clock (benches replaying stamped history only)",
+        )  # fmt: skip
+        parser.add_argument(
+            "--data-from", type=float, default=None,
+            help="unix s its data is complete from (benches replaying stamped history only)",
+        )  # fmt: skip
 
     def handle(self, *args: object, **options: object) -> None:
         host, _, port = str(options["listen"]).rpartition(":")
         if not host or not port.isdigit():
             raise CommandError(f"--listen {options['listen']!r}: expected host:port")
-        receiver = build_receiver()
+        receiver = build_receiver(float(options["clock_offset"]), options["data_from"])  # type: ignore[arg-type]
         server = serve(
             receiver,
             host,
