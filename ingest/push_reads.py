@@ -29,7 +29,8 @@ from .remote_read import matchers
 log = logging.getLogger(__name__)
 #: Reads (query, start) pairs up to a time from Prometheus; indexes counted from ``offset``.
 Pull = Callable[[Sequence[tuple[str, datetime]], datetime, int], Iterator[tuple[int, object]]]
-#: What this process asked the receiver and what it answered (steps), for /metrics and tests.
+#: What this process asked the receiver and what it answered (steps); read by tests and benches
+#: (the receiver's own /metrics counts the same per receiver).
 STATS = {"requests": 0, "failures": 0, "pushed_steps": 0, "pulled_runs": 0}
 
 

@@ -39,6 +39,7 @@ from google.protobuf.message import DecodeError
 
 from core.secrets import redact_url
 
+from . import remote_write_wire
 from .prometheus_io import DeadlineExceeded, TooLarge, read_body
 from .push_store import PushStore, intervals
 from .raw_steps import StepQuery, grid
@@ -57,10 +58,14 @@ class PushError(Exception):
         self.status = status
 
 
-def decode_write(body: bytes, max_bytes: int) -> list[tuple[tuple[tuple[str, str], ...], list]]:
+def decode_write(
+    body: bytes, max_bytes: int, cache: dict[bytes, tuple] | None = None
+) -> list[tuple[tuple[tuple[str, str], ...], list]]:
     """The series of a snappy ``WriteRequest``: (labels as sent, [(ms, value or None)]).
 
     A staleness marker becomes None; the decompressed size is checked before decompressing.
+    With ``cache`` (label bytes -> pairs, kept by the caller) ``remote_write_wire`` reads it,
+    else (and for any body that reader cannot take) the generated protobuf classes.
     """
     try:
         size = cramjam.snappy.decompress_raw_len(body)
@@ -69,8 +74,17 @@ def decode_write(body: bytes, max_bytes: int) -> list[tuple[tuple[tuple[str, str
     if size > max_bytes:
         raise PushError(413, f"body decompresses to {size} bytes, over {max_bytes}")
     try:
-        message = PROMPB["QueryResult"].FromString(bytes(cramjam.snappy.decompress_raw(body)))
-    except (cramjam.DecompressionError, DecodeError) as exc:
+        data = bytes(cramjam.snappy.decompress_raw(body))
+    except cramjam.DecompressionError as exc:
+        raise PushError(400, f"body is not a snappy WriteRequest: {str(exc)[:200]}") from None
+    if cache is not None:
+        try:
+            return remote_write_wire.decode(data, cache)
+        except remote_write_wire.MALFORMED:
+            pass  # the generated classes read it, or say what is wrong with it
+    try:
+        message = PROMPB["QueryResult"].FromString(data)
+    except DecodeError as exc:
         raise PushError(400, f"body is not a snappy WriteRequest: {str(exc)[:200]}") from None
     series = []
     for item in message.timeseries:
@@ -168,6 +182,9 @@ class Receiver:
         self.max_bytes = max_bytes
         self.clock = clock
         self.refused: dict[int, int] = {}
+        #: label bytes -> pairs (``remote_write_wire``); shared by the writing threads (the
+        #: GIL makes each get and set atomic; two threads may both fill one entry, equally).
+        self.labels: dict[bytes, tuple] = {}
 
     def now_ms(self) -> int:
         return round(self.clock() * 1000)
@@ -185,7 +202,7 @@ class Receiver:
             raise PushError(415, "Content-Type must be application/x-protobuf")
         if encoding.lower() != "snappy":
             raise PushError(415, "Content-Encoding must be snappy")
-        series = decode_write(body, self.max_bytes)
+        series = decode_write(body, self.max_bytes, self.labels)
         with self.lock:
             self.store.add(series)
             self.store.prune(self.now_ms())
@@ -239,6 +256,8 @@ class Receiver:
         for name, value in counters.items():
             metric = f"clusterwatch_push_{name}_total"
             lines += [f"# TYPE {metric} counter", f"{metric} {value}"]
+        if self.refused:
+            lines.append("# TYPE clusterwatch_push_refused_total counter")
         for status, count in sorted(self.refused.items()):
             lines.append(f'clusterwatch_push_refused_total{{code="{status}"}} {count}')
         lines += [

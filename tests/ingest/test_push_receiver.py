@@ -5,6 +5,8 @@ from __future__ import annotations
 import http.client
 import json
 import re
+import socket
+import time
 from collections.abc import Iterator
 
 import cramjam
@@ -201,3 +203,22 @@ def test_runtimeinfo_start_is_the_later_of_start_and_reload() -> None:
     )
     assert runtime_start_ms({"startTime": "yesterday"}) is None
     assert runtime_start_ms([]) is None
+
+
+def test_a_stalled_client_is_dropped_and_others_are_served() -> None:
+    store = PushStore(300_000, 900_000, 15_000, T, re.compile(r"DCGM_FI_.*"))
+    made = Receiver(store, TOKEN, max_bytes=1 << 20)
+    server = serve(made, "127.0.0.1", 0, sender_url=None, check_seconds=5, timeout=0.5)
+    try:
+        stalled = socket.create_connection(("127.0.0.1", server.server_port), timeout=10)
+        stalled.sendall(b"POST /api/v1/write HTTP/1.1\r\nContent-Length: 100\r\n")  # and no more
+        healthz = requests.get(f"http://127.0.0.1:{server.server_port}/healthz", timeout=10)
+        assert healthz.json() == {"status": "ok"}
+        began = time.monotonic()
+        assert stalled.recv(1024) == b""  # closed by the receiver, not by this 10 s timeout
+        assert time.monotonic() - began < 5
+        stalled.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert store.counters.requests == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import re
 import signal
 import threading
@@ -14,6 +15,9 @@ from core.secrets import redact_url
 from ingest.flavor import PROMETHEUS_LOOKBACK_SECONDS
 from ingest.push_receiver import Receiver, serve
 from ingest.push_store import PushStore
+
+#: ``gc.set_threshold`` of the receiver process (Python's defaults: 700, 10, 10).
+GC_THRESHOLDS = (100_000, 50, 100)
 
 
 def build_receiver(clock_offset: float = 0.0, data_from: float | None = None) -> Receiver:
@@ -62,6 +66,12 @@ class Command(BaseCommand):
         if not host or not port.isdigit():
             raise CommandError(f"--listen {options['listen']!r}: expected host:port")
         receiver = build_receiver(float(options["clock_offset"]), options["data_from"])  # type: ignore[arg-type]
+        # The store holds millions of long-lived objects and every request allocates
+        # thousands: at the default 700-allocation threshold the cyclic collector ran so
+        # often that it took a third to a half of the receiver's CPU (measured offline: a
+        # write 11.8 -> 7.2 us per series, a steps answer 21.6 -> 11.9 us). Nothing here
+        # builds cycles; refcounting frees what prune drops.
+        gc.set_threshold(*GC_THRESHOLDS)
         server = serve(
             receiver,
             host,
