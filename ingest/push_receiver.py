@@ -59,12 +59,12 @@ class PushError(Exception):
 
 
 def decode_write(
-    body: bytes, max_bytes: int, cache: dict[bytes, tuple] | None = None
+    body: bytes, max_bytes: int, cache: remote_write_wire.Cache | None = None
 ) -> list[tuple[tuple[tuple[str, str], ...], list]]:
     """The series of a snappy ``WriteRequest``: (labels as sent, [(ms, value or None)]).
 
     A staleness marker becomes None; the decompressed size is checked before decompressing.
-    With ``cache`` (label bytes -> pairs, kept by the caller) ``remote_write_wire`` reads it,
+    With ``cache`` (kept by the caller) ``remote_write_wire`` reads it,
     else (and for any body that reader cannot take) the generated protobuf classes.
     """
     try:
@@ -182,9 +182,9 @@ class Receiver:
         self.max_bytes = max_bytes
         self.clock = clock
         self.refused: dict[int, int] = {}
-        #: label bytes -> pairs (``remote_write_wire``); shared by the writing threads (the
-        #: GIL makes each get and set atomic; two threads may both fill one entry, equally).
-        self.labels: dict[bytes, tuple] = {}
+        #: ``remote_write_wire``'s, shared by the writing threads (the GIL makes each get
+        #: and set atomic; two threads may both fill one entry, with equal values).
+        self.labels = remote_write_wire.Cache()
 
     def now_ms(self) -> int:
         return round(self.clock() * 1000)

@@ -30,6 +30,26 @@ STALE_BYTES = struct.pack("<Q", 0x7FF0000000000002)
 _MAX_CACHED = 4_000_000  # label sets remembered before the cache starts over
 
 
+class Cache:
+    """What repeats between requests, kept by the caller so repeats share one object:
+    ``series`` (label field bytes -> pairs), ``pairs`` (one label's bytes -> (name, value):
+    a GPU's Hostname/gpu/UUID labels recur in each of its 20-odd metrics) and ``stamps``
+    (every series of a scrape has the same timestamp: one int, not one per sample)."""
+
+    def __init__(self) -> None:
+        self.series: dict[bytes, Pairs] = {}
+        self.pairs: dict[bytes, tuple[str, str]] = {}
+        self.stamps: dict[int, int] = {}
+
+    def trim(self) -> None:
+        """Start over where a dict outgrew its bound (a churn of series or timestamps)."""
+        if len(self.series) > _MAX_CACHED or len(self.pairs) > _MAX_CACHED:
+            self.series.clear()
+            self.pairs.clear()
+        if len(self.stamps) > 100_000:
+            self.stamps.clear()
+
+
 class Irregular(ValueError):
     """Not the canonical layout (or not a WriteRequest at all): decode it another way."""
 
@@ -65,12 +85,19 @@ def _skip(data: bytes, pos: int, wire: int) -> int:
     raise Irregular(f"wire type {wire}")
 
 
-def _labels(data: bytes, pos: int, end: int) -> Pairs:
-    """The (name, value) pairs of the ``Label`` fields in ``data[pos:end]``."""
+def _labels(data: bytes, pos: int, end: int, known: dict[bytes, tuple[str, str]]) -> Pairs:
+    """The (name, value) pairs of the ``Label`` fields in ``data[pos:end]`` (``known``: by bytes)."""
     pairs = []
     while pos < end:
-        length, pos = _varint(data, pos + 1)  # the tag: 0x0A, checked by the caller
-        stop = pos + length
+        length, start = _varint(data, pos + 1)  # the tag: 0x0A, checked by the caller
+        stop = start + length
+        field = data[pos:stop]
+        pair = known.get(field)
+        if pair is not None:
+            pairs.append(pair)
+            pos = stop
+            continue
+        pos = start
         name = value = ""
         while pos < stop:
             tag, pos = _varint(data, pos)
@@ -86,11 +113,12 @@ def _labels(data: bytes, pos: int, end: int) -> Pairs:
                 pos = _skip(data, pos, tag & 7)
         if pos != stop:
             raise Irregular("label overruns its length")
-        pairs.append((name, value))
+        pair = known[field] = (name, value)
+        pairs.append(pair)
     return tuple(pairs)
 
 
-def _sample(data: bytes, pos: int, stop: int) -> tuple[int, float | None]:
+def _sample(data: bytes, pos: int, stop: int, stamps: dict[int, int]) -> tuple[int, float | None]:
     """(timestamp ms, value; None for a staleness marker) of the ``Sample`` in ``data[pos:stop]``."""
     value: float | None = 0.0
     timestamp = 0
@@ -114,6 +142,7 @@ def _sample(data: bytes, pos: int, stop: int) -> tuple[int, float | None]:
                     raise Irregular("varint over 64 bits")
             if timestamp >= 1 << 63:
                 timestamp -= 1 << 64
+            timestamp = stamps.setdefault(timestamp, timestamp)
         else:
             tag, pos = _varint(data, pos)
             pos = _skip(data, pos, tag & 7)
@@ -122,13 +151,12 @@ def _sample(data: bytes, pos: int, stop: int) -> tuple[int, float | None]:
     return timestamp, value
 
 
-def decode(data: bytes, cache: dict[bytes, Pairs]) -> list[tuple[Pairs, Samples]]:
+def decode(data: bytes, cache: Cache) -> list[tuple[Pairs, Samples]]:
     """(labels as sent, [(ms, value or None)]) of each series of an uncompressed WriteRequest.
 
     Raises one of ``MALFORMED`` on anything else: the caller then decodes the body with the
     generated classes, which either read it or give the error message."""
-    if len(cache) > _MAX_CACHED:
-        cache.clear()
+    cache.trim()
     out = []
     pos, end = 0, len(data)
     while pos < end:
@@ -147,7 +175,7 @@ def decode(data: bytes, cache: dict[bytes, Pairs]) -> list[tuple[Pairs, Samples]
     return out
 
 
-def _series(data: bytes, pos: int, stop: int, cache: dict[bytes, Pairs]) -> tuple[Pairs, Samples]:
+def _series(data: bytes, pos: int, stop: int, cache: Cache) -> tuple[Pairs, Samples]:
     """One ``TimeSeries`` in ``data[pos:stop]``: its labels (cached by their bytes), samples."""
     first = pos
     while pos < stop and data[pos] == 0x0A:  # the label fields, contiguous
@@ -158,20 +186,21 @@ def _series(data: bytes, pos: int, stop: int, cache: dict[bytes, Pairs]) -> tupl
             size, pos = _varint(data, pos + 1)
             pos += size
     key = data[first:pos]
-    pairs = cache.get(key)
+    pairs = cache.series.get(key)
     if pairs is None:
-        pairs = cache[key] = _labels(data, first, pos)
+        pairs = cache.series[key] = _labels(data, first, pos, cache.pairs)
+    stamps = cache.stamps
     samples = []
     while pos < stop:
         if data[pos] == 0x12 and data[pos + 1] < 0x80:  # a sample under 128 bytes: always
             size = data[pos + 1]
-            samples.append(_sample(data, pos + 2, pos + 2 + size))
+            samples.append(_sample(data, pos + 2, pos + 2 + size, stamps))
             pos += 2 + size
             continue
         tag, pos = _varint(data, pos)
         if tag == 0x12:
             size, pos = _varint(data, pos)
-            samples.append(_sample(data, pos, pos + size))
+            samples.append(_sample(data, pos, pos + size, stamps))
             pos += size
         elif tag == 0x0A:
             raise Irregular("a label after the samples")

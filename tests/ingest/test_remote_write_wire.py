@@ -10,7 +10,7 @@ import pytest
 
 from ingest.push_receiver import PushError, decode_write
 from ingest.remote_read import PROMPB
-from ingest.remote_write_wire import MALFORMED, Irregular, decode
+from ingest.remote_write_wire import MALFORMED, Cache, Irregular, decode
 from tests.support.remote_write import STALE_NAN
 
 LONG = "x" * 200  # a two-byte length
@@ -68,7 +68,7 @@ def comparable(series: list) -> list:
 
 def test_canonical_bodies_decode_as_protobuf_does() -> None:
     data = b"".join(series_bytes(labels, samples) for labels, samples in SERIES)
-    fast = decode(data, {})
+    fast = decode(data, Cache())
     assert comparable(fast) == comparable(by_protobuf(data))
     assert fast[0] == (SERIES[0][0], [(1_772_452_800_000, 42.0)])
     assert fast[2][1] == [(0, 1.5), (-5_000, -2.25)]  # 0 omitted on the wire; negative: 10 bytes
@@ -87,28 +87,31 @@ def test_unknown_fields_are_skipped_as_protobuf_skips_them() -> None:
         + metadata
         + series_bytes(*SERIES[1])
     )
-    fast = decode(data, {})
+    fast = decode(data, Cache())
     assert fast == [SERIES[0], SERIES[1]]
     assert comparable(fast) == comparable(by_protobuf(data))
 
 
-def test_the_cache_hands_back_the_same_labels_object() -> None:
-    cache: dict[bytes, tuple] = {}
-    first = decode(series_bytes(*SERIES[0]), cache)
+def test_the_cache_hands_back_the_same_objects() -> None:
+    cache = Cache()
+    first = decode(series_bytes(*SERIES[0]) + series_bytes(*SERIES[1]), cache)
     again = decode(series_bytes(SERIES[0][0], [(1_772_452_830_000, 43.0)]), cache)
     assert again[0][0] is first[0][0]
     assert again[0][1] == [(1_772_452_830_000, 43.0)]
-    assert len(cache) == 1
+    assert len(cache.series) == 2
+    assert first[1][0][1] is first[0][0][1]  # gpu-001's Hostname label: one tuple for both
+    assert first[1][1][0][0] is first[0][1][0][0]  # one timestamp object per scrape
+    assert len(cache.pairs) == 4  # __name__, Hostname, gpu 0, gpu 1
 
 
 def test_labels_after_samples_go_to_protobuf_with_the_same_result() -> None:
     label = b"\x0a\x0c\x0a\x01z\x12\x07late-lb"  # Label{name: z, value: late-lb}
     data = series_bytes(*SERIES[0], tail=label)
     with pytest.raises(Irregular):
-        decode(data, {})
+        decode(data, Cache())
     expected = [(SERIES[0][0] + (("z", "late-lb"),), SERIES[0][1])]
     assert by_protobuf(data) == expected
-    assert decode_write(bytes(cramjam.snappy.compress_raw(data)), 1 << 30, {}) == expected
+    assert decode_write(bytes(cramjam.snappy.compress_raw(data)), 1 << 30, Cache()) == expected
 
 
 @pytest.mark.parametrize(
@@ -123,8 +126,8 @@ def test_labels_after_samples_go_to_protobuf_with_the_same_result() -> None:
 )
 def test_malformed_bodies_raise_and_protobuf_says_why(data: bytes) -> None:
     with pytest.raises(MALFORMED):
-        decode(data, {})
+        decode(data, Cache())
     with pytest.raises(PushError) as refused:
-        decode_write(bytes(cramjam.snappy.compress_raw(data)), 1 << 30, {})
+        decode_write(bytes(cramjam.snappy.compress_raw(data)), 1 << 30, Cache())
     assert refused.value.status == 400
     assert str(refused.value).startswith("body is not a snappy WriteRequest: ")
