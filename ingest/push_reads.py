@@ -38,6 +38,15 @@ class PushUnavailable(Exception):
     """The receiver gave no usable answer."""
 
 
+class PushTooLarge(PushUnavailable):
+    """The answer was over PROMETHEUS_MAX_ANSWER_BYTES: ask fewer queries at once."""
+
+
+#: Queries per steps request, learnt per process: halved whenever an answer is over the cap
+#: (at 4,096 nodes one request for a whole cycle answers ~108 MB; one query, ~3 MB).
+BATCH = {"queries": 64}
+
+
 def enabled() -> bool:
     return bool(settings.INGEST_PUSH_URL)
 
@@ -56,13 +65,7 @@ def read_pushed(
         parsed = step_query(promql) if start <= end else None
         if parsed is not None:
             asked.append((index, parsed, [client.scoped(s) for s in parsed.selectors], start))
-    answers: dict[int, dict] = {}
-    if asked:
-        try:
-            answers = dict(zip((a[0] for a in asked), _ask(asked, end, step, closed), strict=True))
-        except PushUnavailable as exc:
-            STATS["failures"] += 1
-            log.warning("push: %s; reading these steps from Prometheus", exc)
+    answers = _ask_in_batches(asked, end, step, closed) if asked else {}
     for index, (promql, start) in enumerate(queries):
         answer = answers.get(index)
         if answer is None:
@@ -80,6 +83,39 @@ def read_pushed(
             if isinstance(result, Exception):
                 break
         yield index, result
+
+
+def _ask_in_batches(
+    asked: list[tuple[int, StepQuery, list[str], datetime]],
+    end: datetime,
+    step: float,
+    closed: bool,
+) -> dict[int, dict]:
+    """index -> answer of every query the receiver answered; the rest are read from
+    Prometheus. An answer over the cap is asked again in halves (``BATCH`` remembers the
+    size); one query over it alone, and every query after any other failure, is not asked."""
+    answers: dict[int, dict] = {}
+    pending = list(asked)
+    while pending:
+        size = max(1, BATCH["queries"])
+        chunk, rest = pending[:size], pending[size:]
+        try:
+            got = _ask(chunk, end, step, closed)
+        except PushTooLarge as exc:
+            if len(chunk) > 1:
+                BATCH["queries"] = len(chunk) // 2
+                continue
+            STATS["failures"] += 1
+            log.warning("push: %s; reading this query from Prometheus", exc)
+            pending = rest
+            continue
+        except PushUnavailable as exc:
+            STATS["failures"] += 1
+            log.warning("push: %s; reading these steps from Prometheus", exc)
+            break
+        answers.update(zip((a[0] for a in chunk), got, strict=True))
+        pending = rest
+    return answers
 
 
 def _ask(
@@ -118,7 +154,9 @@ def _ask(
         ) as response:
             body = read_body(response, deadline, settings.PROMETHEUS_MAX_ANSWER_BYTES)
             status = response.status_code
-    except (requests.RequestException, DeadlineExceeded, TooLarge, OSError) as exc:
+    except TooLarge as exc:
+        raise PushTooLarge(f"{redact_url(url)}: {exc}") from None
+    except (requests.RequestException, DeadlineExceeded, OSError) as exc:
         raise PushUnavailable(
             f"{redact_url(url)}: {type(exc).__name__}: {str(exc)[:200]}"
         ) from None

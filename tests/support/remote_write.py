@@ -72,13 +72,16 @@ def remote_write(url: str, series: Mapping[SeriesKey, list[tuple[int, float]]]) 
     return post_bodies(url, write_requests(series))
 
 
-def post_bodies(url: str, bodies: Iterable[bytes]) -> int:
+def post_bodies(url: str, bodies: Iterable[bytes], headers: Mapping[str, str] | None = None) -> int:
     """POST ``WriteRequest`` bodies to ``url``'s receiver one after the other; the count sent."""
     sent = 0
     with requests.Session() as session:
         for body in bodies:
             response = session.post(
-                f"{url}/api/v1/write", data=body, headers=WRITE_HEADERS, timeout=300
+                f"{url}/api/v1/write",
+                data=body,
+                headers={**WRITE_HEADERS, **(headers or {})},
+                timeout=300,
             )
             response.raise_for_status()
             sent += 1
