@@ -4,11 +4,12 @@ measured by bench_reads).
 
     python bench/bench_remote_write.py [--nodes 4096] [--warmup 6] [--steps 4] [--rounds 3]
                                        [--settle 25] [--unrelated K] [--per-send N]
+                                       [--receiver clusterwatch|sink]
 
 Two Prometheus processes hold the same data, fed by remote write into their heads
 (``--web.enable-remote-write-receiver``, as bench_reads ``--head``): "off" has no
-``remote_write``; "on" forwards to a local receiver (bench/remote_write_sink.py, its own
-process) the series ingest's GPU and IB families read, with the ``write_relabel_configs``
+``remote_write``; "on" forwards to a local receiver (``manage.py push_receiver``, push
+mode's, by default; ``--receiver sink``: bench/remote_write_sink.py, which only decodes) the series ingest's GPU and IB families read, with the ``write_relabel_configs``
 a site would write (``keep`` on ``__name__``), default queue settings. The simulator's
 history (every family bench_ingest backfills, so the WAL also holds series that are not
 forwarded) is stamped from 30 minutes ahead, so every sample is newer than the "on"
@@ -25,6 +26,10 @@ process' WAL watcher start and is sent.
    receiver's CPU (each series' label dict and samples) is what decoding it costs ClusterWatch.
    ``--unrelated K`` also writes K times as many series of a metric that is not forwarded;
    ``--per-send N`` sets ``queue_config.max_samples_per_send``.
+3. With push mode's receiver: ingest's reads of the last cycle through it (INGEST_PUSH_URL),
+   ``--rounds`` times: Prometheus CPU (the steps it still reads), the receiver's and
+   ingest's CPU; then each side's whole cost per cycle beside today's reads, and the
+   receiver's resident memory.
 
 Writes the ``bench_remote_write-<nodes>`` section of bench/RESULTS.md.
 """
@@ -344,7 +349,7 @@ def main() -> None:  # noqa: PLR0915 - one linear bench
     for (a, *_), (b, r, got, window) in zip(costs["off"], costs["on"], strict=True):
         say(f"    {a:6.2f} {b:6.2f} {r:6.2f}   {got:5.1f} s of a {window:.1f} s window")
     if pushed is not None:
-        say_push(pushed, receiver, reads_server, reads_ours, reads_wall)
+        say_push(pushed, receiver, forwarding_cost, (reads_server, reads_ours, reads_wall))
     say(f"bench wall time: {time.perf_counter() - total:.0f} s")
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     per_send = f" --per-send {args.per_send}" if args.per_send else ""
@@ -391,9 +396,10 @@ def push_reads_cost(args, on, receiver_pid: int, port: int, queries, stamps, kep
 
 
 def say_push(
-    pushed: dict, taking: float, reads_server: float, reads_ours: float, reads_wall: float
+    pushed: dict, taking: float, forwarding: float, today: tuple[float, float, float]
 ) -> None:
-    """Push mode's lines: its reads, and ClusterWatch's whole cost per cycle, beside today's."""
+    """Push mode's lines: its reads, and each side's whole cost per cycle, beside today's."""
+    reads_server, reads_ours, reads_wall = today
     answering = pushed["ingest"] + pushed["receiver"]
     total = taking + answering
     say(f"{'push mode: reads of one cycle from the receiver':<58} {pushed['server']:8.2f}s "
@@ -404,6 +410,10 @@ def say_push(
     say(f"push mode, ClusterWatch CPU per cycle: receiver taking the step {taking:.2f} s + "
         f"answering {pushed['receiver']:.2f} s + ingest {pushed['ingest']:.2f} s = {total:.2f} s, "
         f"{total / reads_ours:.2f}x today's {reads_ours:.2f} s")  # fmt: skip
+    sender = forwarding + pushed["server"]
+    say(f"push mode, Prometheus CPU per cycle: forwarding {forwarding:.2f} s + reads "
+        f"{pushed['server']:.2f} s = {sender:.2f} s, {sender / reads_server:.2f}x today's "
+        f"{reads_server:.2f} s")  # fmt: skip
     say(f"push receiver: {pushed['rss']:.0f} MB resident, {pushed['held']:,} samples held")
 
 
