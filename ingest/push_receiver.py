@@ -44,10 +44,9 @@ from .prometheus_io import DeadlineExceeded, TooLarge, read_body
 from .push_store import PushStore, intervals
 from .raw_steps import StepQuery, grid
 from .remote_read import PROMPB
-from .xor_chunks import STALE_NAN_BITS
 
 log = logging.getLogger(__name__)
-_STALE = struct.pack("<Q", STALE_NAN_BITS)
+_STALE = remote_write_wire.STALE_BYTES
 
 
 class PushError(Exception):

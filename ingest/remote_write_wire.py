@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import struct
 
+from .xor_chunks import STALE_NAN_BITS
+
 Pairs = tuple[tuple[str, str], ...]
 Samples = list[tuple[int, float | None]]
 
 _DOUBLE = struct.Struct("<d")
-#: Prometheus' staleness marker (value.StaleNaN, 0x7ff0000000000002), little-endian.
-STALE_BYTES = struct.pack("<Q", 0x7FF0000000000002)
+#: Prometheus' staleness marker (value.StaleNaN), little-endian: ``xor_chunks``' constant.
+STALE_BYTES = struct.pack("<Q", STALE_NAN_BITS)
 _MAX_CACHED = 4_000_000  # label sets remembered before the cache starts over
 
 

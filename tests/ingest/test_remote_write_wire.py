@@ -11,7 +11,7 @@ import pytest
 from ingest.push_receiver import PushError, decode_write
 from ingest.remote_read import PROMPB
 from ingest.remote_write_wire import MALFORMED, Cache, Irregular, decode
-from tests.support.remote_write import STALE_NAN
+from tests.support.remote_write import STALE_NAN, _uvarint
 
 LONG = "x" * 200  # a two-byte length
 HUGE = "y" * 20_000  # a three-byte length
@@ -42,16 +42,7 @@ def series_bytes(labels, samples, tail: bytes = b"") -> bytes:  # noqa: ANN001
     for ms, value in samples:
         message.samples.add(timestamp=ms, value=value)
     encoded = message.SerializeToString() + tail
-    return b"\x0a" + uvarint(len(encoded)) + encoded
-
-
-def uvarint(number: int) -> bytes:
-    out = bytearray()
-    while number >= 0x80:
-        out.append(number & 0x7F | 0x80)
-        number >>= 7
-    out.append(number)
-    return bytes(out)
+    return b"\x0a" + _uvarint(len(encoded)) + encoded
 
 
 def by_protobuf(data: bytes) -> list:
