@@ -4,7 +4,7 @@ measured by bench_reads).
 
     python bench/bench_remote_write.py [--nodes 4096] [--warmup 6] [--steps 4] [--rounds 3]
                                        [--settle 25] [--unrelated K] [--per-send N]
-                                       [--receiver clusterwatch|sink]
+                                       [--receiver clusterwatch|sink] [--receivers K]
 
 Two Prometheus processes hold the same data, fed by remote write into their heads
 (``--web.enable-remote-write-receiver``, as bench_reads ``--head``): "off" has no
@@ -25,7 +25,9 @@ process' WAL watcher start and is sent.
    Prometheus CPU of "on" minus "off" is what forwarding one cycle costs it; the
    receiver's CPU (each series' label dict and samples) is what decoding it costs ClusterWatch.
    ``--unrelated K`` also writes K times as many series of a metric that is not forwarded;
-   ``--per-send N`` sets ``queue_config.max_samples_per_send``.
+   ``--per-send N`` sets ``queue_config.max_samples_per_send``. ``--receivers K``: K push
+   receivers (``--shard i/K``) behind ``push_config.remote_write_block``'s hashmod split,
+   their CPU summed, the busiest one's printed too (does each keep up with the cycle?).
 3. With push mode's receiver: ingest's reads of the last cycle through it (INGEST_PUSH_URL),
    ``--rounds`` times: Prometheus CPU (the steps it still reads), the receiver's and
    ingest's CPU; then each side's whole cost per cycle beside today's reads, and the
@@ -54,6 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._support import free_port, write_section  # noqa: E402
 from bench.bench_reads import LINES, folded, measured, metrics_of, say, todays_queries  # noqa: E402
 from bench.bench_scale import STEP, cpu_seconds  # noqa: E402
+from ingest.push_config import remote_write_block  # noqa: E402
 from tests.support.processes import wait_until  # noqa: E402
 from tests.support.prometheus import stop_process  # noqa: E402
 from tests.support.remote_write import (  # noqa: E402
@@ -131,7 +134,7 @@ def sink_stats(port: int) -> dict[str, int]:
 
 
 def start_receiver(
-    kind: str, port: int, sender_url: str, first: float, end: float
+    kind: str, port: int, sender_url: str, first: float, end: float, shard: str = ""
 ) -> subprocess.Popen[bytes]:
     """The receiver process: ClusterWatch's (manage.py push_receiver: its data complete from
     a lookback before the ``first`` stamp, its clock past the ``end`` stamp, so every step of
@@ -151,7 +154,28 @@ def start_receiver(
     offset = str(end + 60 - time.time())
     command = [sys.executable, str(manage), "push_receiver", "--listen", f"127.0.0.1:{port}"]
     replay = ["--clock-offset", offset, "--data-from", str(first - 360)]
-    return subprocess.Popen([*command, *replay], env=env)
+    sharded = ["--shard", shard] if shard else []
+    return subprocess.Popen([*command, *replay, *sharded], env=env)
+
+
+def start_receivers(args, ports, on_port, stamps, workdir, names):  # noqa: ANN001, ANN201
+    """The ``--receivers`` receiver processes (sharded when several, each started and
+    answering) and the ``remote_write`` block that forwards to them."""
+    first, end = stamps
+    processes = []
+    for index, port in enumerate(ports):
+        shard = f"{index}/{args.receivers}" if args.receivers > 1 else ""
+        sender = f"http://127.0.0.1:{on_port}"
+        processes.append(start_receiver(args.receiver, port, sender, first, end, shard))
+    for port in ports:
+        wait_until(lambda: _answers(port), 60, "the receiver to start", interval=0.2)  # noqa: B023 - called at once
+    if args.receivers == 1:
+        token = TOKEN if args.receiver == "clusterwatch" else ""
+        return processes, forwarding(ports[0], names, args.per_send, token)
+    token_file = workdir / "token"
+    token_file.write_text(TOKEN)
+    urls = [f"http://127.0.0.1:{port}" for port in ports]
+    return processes, remote_write_block(urls, "|".join(names), str(token_file))
 
 
 def rss_mb(pid: int) -> float:
@@ -162,11 +186,16 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-def settled(sink_port: int, wait: float = 5.0, limit: float = 300.0) -> None:
-    """Until the receiver's sample count has not moved for ``wait`` seconds."""
+def received(ports: list[int], key: str = "samples") -> int:
+    """A counter summed over every receiver."""
+    return sum(sink_stats(port)[key] for port in ports)
+
+
+def settled(ports: list[int], wait: float = 5.0, limit: float = 300.0) -> None:
+    """Until the receivers' sample count has not moved for ``wait`` seconds."""
     deadline, last, since = time.monotonic() + limit, -1, time.monotonic()
     while time.monotonic() < deadline:
-        count = sink_stats(sink_port)["samples"]
+        count = received(ports)
         if count != last:
             last, since = count, time.monotonic()
         elif time.monotonic() - since >= wait:
@@ -186,27 +215,25 @@ def quiet(*pids: int, idle: float = 0.05, limit: float = 120.0) -> None:
 
 
 def step_cost(prometheus, bodies, settle: float, sink=None) -> tuple[float, float, float, float]:  # noqa: ANN001
-    """(Prometheus CPU s, receiver CPU s, seconds until received, window s) of feeding one step."""
+    """(Prometheus CPU s, receivers' CPU s, seconds until received, window s, the busiest
+    receiver's CPU s) of feeding one step."""
     pid = prometheus.process.pid
     server = cpu_seconds(pid)
-    receiver = cpu_seconds(sink["pid"]) if sink else 0.0
+    pids = sink["pids"] if sink else []
+    receivers = [cpu_seconds(p) for p in pids]
     began = time.monotonic()
     post_bodies(prometheus.url, bodies)
-    received = 0.0
+    got = 0.0
     if sink:
         wait_until(
-            lambda: sink_stats(sink["port"])["samples"] >= sink["expected"],
+            lambda: received(sink["ports"]) >= sink["expected"],
             300, "the receiver to get every sample", interval=0.2,
         )  # fmt: skip
-        received = time.monotonic() - began
+        got = time.monotonic() - began
     time.sleep(max(0.0, began + settle - time.monotonic()))
     window = time.monotonic() - began
-    return (
-        cpu_seconds(pid) - server,
-        (cpu_seconds(sink["pid"]) - receiver) if sink else 0.0,
-        received,
-        window,
-    )
+    used = [cpu_seconds(p) - b for p, b in zip(pids, receivers, strict=True)]
+    return (cpu_seconds(pid) - server, sum(used), got, window, max(used, default=0.0))
 
 
 def main() -> None:  # noqa: PLR0915 - one linear bench
@@ -224,6 +251,7 @@ def main() -> None:  # noqa: PLR0915 - one linear bench
     parser.add_argument(
         "--per-send", type=int, default=0, help="queue_config.max_samples_per_send (0: default)"
     )
+    parser.add_argument("--receivers", type=int, default=1, help="push receivers (shards)")
     parser.add_argument(
         "--receiver", choices=("clusterwatch", "sink"), default="clusterwatch",
         help="ClusterWatch's push receiver (then push mode's reads are measured) or a counting sink",
@@ -267,14 +295,11 @@ def main() -> None:  # noqa: PLR0915 - one linear bench
         probe = PrometheusClient(off.url, timeout=120)
         queries = todays_queries(probe)
         names = metrics_of(queries, probe.known_metrics())
-        sink_port, on_port = free_port(), free_port()
-        sink_process = start_receiver(
-            args.receiver, sink_port, f"http://127.0.0.1:{on_port}", first, end
-        )
-        stack.callback(stop_process, sink_process)
-        wait_until(lambda: _answers(sink_port), 60, "the receiver to start", interval=0.2)
-        token = TOKEN if args.receiver == "clusterwatch" else ""
-        forward = forwarding(sink_port, names, args.per_send, token)
+        ports, on_port = [free_port() for _ in range(args.receivers)], free_port()
+        processes, forward = start_receivers(args, ports, on_port, (first, end), workdir, names)
+        for process in processes:
+            stack.callback(stop_process, process)
+        pids = [process.pid for process in processes]
         on = receiver_prometheus(workdir / "on", forward, timeout=120, port=on_port)
         stack.callback(on.stop)
         kept = set(names)
@@ -286,16 +311,16 @@ def main() -> None:  # noqa: PLR0915 - one linear bench
         for ms in stamps[1 : args.warmup]:
             post_bodies(off.url, bodies[ms])
             post_bodies(on.url, bodies[ms])
-        settled(sink_port)
-        say(f"set-up: {args.warmup} warm-up steps fed to both, {sink_stats(sink_port)['samples']:,} "
+        settled(ports)
+        say(f"set-up: {args.warmup} warm-up steps fed to both, {received(ports):,} "
             f"samples forwarded; {time.perf_counter() - total:.0f} s")  # fmt: skip
 
-        quiet(off.process.pid, on.process.pid, sink_process.pid)
+        quiet(off.process.pid, on.process.pid, *pids)
         until = datetime.fromtimestamp(stamps[args.warmup - 1] / 1000, UTC)
         window = (until - timedelta(seconds=STEP), until, float(STEP))
         reads = []
         for _ in range(args.rounds):
-            quiet(off.process.pid, on.process.pid, sink_process.pid)
+            quiet(off.process.pid, on.process.pid, *pids)
             reads.append(
                 measured(lambda: folded(probe, queries, "query_range", window, kept=True), off.process.pid)
             )  # fmt: skip
@@ -305,17 +330,18 @@ def main() -> None:  # noqa: PLR0915 - one linear bench
 
         costs: dict[str, list[tuple[float, ...]]] = {"off": [], "on": []}
         for i, ms in enumerate(stamps[args.warmup :]):
-            sink = {"pid": sink_process.pid, "port": sink_port}
-            sink["expected"] = sink_stats(sink_port)["samples"] + forwarded[ms]
+            sink = {"pids": pids, "ports": ports, "expected": received(ports) + forwarded[ms]}
             order = [("off", off, None), ("on", on, sink)]
             for name, prometheus, receiver in order if i % 2 == 0 else order[::-1]:
-                quiet(off.process.pid, on.process.pid, sink_process.pid)
+                quiet(off.process.pid, on.process.pid, *pids)
                 costs[name].append(step_cost(prometheus, bodies[ms], args.settle, receiver))
         pushed = None
         if args.receiver == "clusterwatch":
-            pushed = push_reads_cost(args, on, sink_process.pid, sink_port, queries, stamps, kept)
-            pushed["rss"] = rss_mb(sink_process.pid)
-            pushed["held"] = sink_stats(sink_port)["held"]
+            pushed = push_reads_cost(args, on, pids, ports, queries, stamps, kept)
+            pushed["rss"] = sum(rss_mb(pid) for pid in pids)
+            pushed["held"] = received(ports, "held")
+            pushed["busiest_taking"] = statistics.median(r[4] for r in costs["on"])
+            pushed["receivers"] = args.receivers
 
     measured_ms = stamps[args.warmup :]
     median = lambda rows, i: statistics.median(r[i] for r in rows)  # noqa: E731
@@ -346,7 +372,7 @@ def main() -> None:  # noqa: PLR0915 - one linear bench
         say(f"  forwarding, mean on - off: {mean:.2f} s +- {spread:.2f} s (standard error), "
             f"{mean / reads_server:.2f}x today's reads")  # fmt: skip
     say("  per step, off / on / receiver CPU s, seconds until the receiver had it all:")
-    for (a, *_), (b, r, got, window) in zip(costs["off"], costs["on"], strict=True):
+    for (a, *_), (b, r, got, window, *_) in zip(costs["off"], costs["on"], strict=True):
         say(f"    {a:6.2f} {b:6.2f} {r:6.2f}   {got:5.1f} s of a {window:.1f} s window")
     if pushed is not None:
         say_push(pushed, receiver, forwarding_cost, (reads_server, reads_ours, reads_wall))
@@ -355,6 +381,7 @@ def main() -> None:  # noqa: PLR0915 - one linear bench
     per_send = f" --per-send {args.per_send}" if args.per_send else ""
     per_send += f" --unrelated {args.unrelated:g}" if args.unrelated else ""
     per_send += " --receiver sink" if args.receiver == "sink" else ""
+    per_send += f" --receivers {args.receivers}" if args.receivers > 1 else ""
     title = (
         f"## bench_remote_write.py --nodes {args.nodes} --steps {args.steps}{per_send} ({stamp})"
     )
@@ -364,7 +391,7 @@ def main() -> None:  # noqa: PLR0915 - one linear bench
     )
 
 
-def push_reads_cost(args, on, receiver_pid: int, port: int, queries, stamps, kept) -> dict:  # noqa: ANN001
+def push_reads_cost(args, on, pids: list[int], ports: list[int], queries, stamps, kept) -> dict:  # noqa: ANN001
     """Push mode's reads of the last measured cycle, ``--rounds`` times: Prometheus ("on", the
     sender) CPU, ingest's and the receiver's CPU, wall; medians. Every step must be pushed."""
     from django.test.utils import override_settings
@@ -377,21 +404,25 @@ def push_reads_cost(args, on, receiver_pid: int, port: int, queries, stamps, kep
     window = (until - timedelta(seconds=STEP), until, float(STEP))
     before = dict(push_reads.STATS)
     rounds = []
-    with override_settings(INGEST_PUSH_URL=f"http://127.0.0.1:{port}", INGEST_PUSH_TOKEN=TOKEN):
+    urls = ",".join(f"http://127.0.0.1:{port}" for port in ports)
+    with override_settings(INGEST_PUSH_URL=urls, INGEST_PUSH_TOKEN=TOKEN):
         for _ in range(args.rounds):
-            quiet(on.process.pid, receiver_pid)
-            started = cpu_seconds(receiver_pid)
+            quiet(on.process.pid, *pids)
+            started = [cpu_seconds(pid) for pid in pids]
             server, ours, wall, series, points = measured(
                 lambda: folded(sender, queries, "query_range", window, kept=True), on.process.pid
             )
-            rounds.append((server, ours, cpu_seconds(receiver_pid) - started, wall, series, points))
+            used = [cpu_seconds(pid) - b for pid, b in zip(pids, started, strict=True)]
+            rounds.append((server, ours, sum(used), wall, series, points, max(used)))
     pulled = push_reads.STATS["pulled_runs"] - before["pulled_runs"]
     failures = push_reads.STATS["failures"] - before["failures"]
     if pulled or failures:
         say(f"  WARNING: push reads pulled {pulled} runs from Prometheus, {failures} failures")
     return {
         key: statistics.median(r[i] for r in rounds)
-        for i, key in enumerate(("server", "ingest", "receiver", "wall", "series", "points"))
+        for i, key in enumerate(
+            ("server", "ingest", "receiver", "wall", "series", "points", "busiest")
+        )
     } | {"pulled": pulled, "failures": failures}
 
 
@@ -415,6 +446,11 @@ def say_push(
         f"{pushed['server']:.2f} s = {sender:.2f} s, {sender / reads_server:.2f}x today's "
         f"{reads_server:.2f} s")  # fmt: skip
     say(f"push receiver: {pushed['rss']:.0f} MB resident, {pushed['held']:,} samples held")
+    if pushed.get("receivers", 1) > 1:
+        busiest = pushed["busiest_taking"] + pushed["busiest"]
+        say(f"  {pushed['receivers']} receivers: the busiest took {pushed['busiest_taking']:.2f} s "
+            f"per step + answered {pushed['busiest']:.2f} s = {busiest:.2f} s of CPU per 30 s "
+            f"cycle (one core each)")  # fmt: skip
 
 
 def _answers(port: int) -> bool:

@@ -154,6 +154,16 @@ def env_json_object(name: str, default: dict[str, str]) -> dict[str, str]:
 def env_url(name: str, default: str, schemes: tuple[str, ...]) -> str:
     """A URL setting whose scheme must be one of ``schemes``."""
     value = env_str(name, default)
+    return _checked_url(name, value, default, schemes)
+
+
+def env_url_list(name: str, schemes: tuple[str, ...]) -> list[str]:
+    """A comma-separated list of URLs (each as ``env_url`` checks it); [] when unset or empty."""
+    urls = [_checked_url(name, item, "", schemes) for item in env_list(name, [])]
+    return [url for url in urls if url]
+
+
+def _checked_url(name: str, value: str, default: str, schemes: tuple[str, ...]) -> str:
     parts = urlsplit(value)
     if parts.scheme not in schemes or not parts.hostname:
         _fail(name, value, f"expected a URL like {schemes[0]}://host:port/...")

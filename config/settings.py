@@ -79,10 +79,10 @@ PROMETHEUS_READ_PATH = env.env_choice(
 # Push mode (docs/push.md): Prometheus remote-writes the GPU and IB series to
 # ``manage.py push_receiver`` and ingest asks it for those families' steps, reading from
 # Prometheus only the steps it cannot answer exactly. INGEST_PUSH_URL: where ingest finds the
-# receiver ("" = off); INGEST_PUSH_TOKEN: the bearer token both sides use (required to run it).
-INGEST_PUSH_URL = env.env_str("INGEST_PUSH_URL", "")
-if INGEST_PUSH_URL:
-    INGEST_PUSH_URL = env.env_url("INGEST_PUSH_URL", "", ("http", "https"))
+# receiver ("" = off), or a comma-separated list of receivers that each get a hashmod shard
+# of the series (docs/push.md "Several receivers"); INGEST_PUSH_TOKEN: the bearer token both
+# sides use (required to run it).
+INGEST_PUSH_URL = ",".join(env.env_url_list("INGEST_PUSH_URL", ("http", "https")))
 INGEST_PUSH_TOKEN = env.env_str("INGEST_PUSH_TOKEN", "")
 INGEST_PUSH_LISTEN = env.env_str("INGEST_PUSH_LISTEN", "127.0.0.1:9201")
 # Steps newer than this are read from Prometheus (it may still be sending them).
@@ -98,6 +98,10 @@ INGEST_PUSH_SENDER_CHECK_SECONDS = env.env_float(
 INGEST_PUSH_KEEP = env.env_str(
     "INGEST_PUSH_KEEP", r"DCGM_FI_.*|dcgm_.*|node_infiniband_.*|infiniband_.*"
 )
+# Several receivers (docs/push.md "Several receivers"): this one takes shard "I/N" of
+# Prometheus' hashmod of INGEST_PUSH_SHARD_LABEL ("" = every series).
+INGEST_PUSH_SHARD = env.env_str("INGEST_PUSH_SHARD", "")
+INGEST_PUSH_SHARD_LABEL = env.env_str("INGEST_PUSH_SHARD_LABEL", "instance")
 INGEST_PUSH_MAX_BODY_BYTES = env.env_int("INGEST_PUSH_MAX_BODY_BYTES", 64 << 20, minimum=1024)
 # Queries in flight at once per process (a semaphore in PrometheusClient); 0 = no limit.
 PROMETHEUS_MAX_CONCURRENCY = env.env_int("PROMETHEUS_MAX_CONCURRENCY", 8, minimum=0)

@@ -6,13 +6,23 @@ covered steps' ``data.result`` and the runs of steps the receiver could not answ
 (``ingest.push_store``), which are read from Prometheus through the usual path and merged in.
 Queries of other shapes, and every query when the receiver cannot be asked (down, slow,
 malformed answer), go to Prometheus as before: push mode only ever saves reads.
+
+Several receivers (INGEST_PUSH_URL a comma-separated list; docs/push.md "Several
+receivers"): each holds one hashmod shard of the series and says which (``shard``: [I, N]).
+Every request goes to all of them at once; unless their shards are exactly 0..N-1 of one N
+their answers are not used. A step uncovered by any receiver is read from Prometheus for
+the whole query; the covered steps' series are merged by labels, ``max`` per step (what
+``max by`` over the union gives: the shard label is in every series' identity, so an
+``or`` never pairs series of two receivers).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 import orjson
@@ -49,6 +59,11 @@ BATCH = {"queries": 64}
 
 def enabled() -> bool:
     return bool(settings.INGEST_PUSH_URL)
+
+
+def receivers() -> list[str]:
+    """The receivers' base URLs (INGEST_PUSH_URL: one, or several separated by commas)."""
+    return [url.strip().rstrip("/") for url in settings.INGEST_PUSH_URL.split(",") if url.strip()]
 
 
 def read_pushed(
@@ -124,6 +139,41 @@ def _ask(
     step: float,
     closed: bool,
 ) -> list[dict]:
+    """Each query's answer: one receiver's, or all receivers' merged (``combined``)."""
+    body = _payload(asked, end, step, closed)
+    urls = receivers()
+    if len(urls) == 1:
+        shard, answers = _ask_one(urls[0], body, len(asked))
+        if shard not in (None, (0, 1)):
+            raise PushUnavailable(f"{redact_url(urls[0])}: answers shard {shard}, expected all")
+    else:
+        with ThreadPoolExecutor(len(urls), thread_name_prefix="push-read") as pool:
+            got = list(pool.map(lambda url: _ask_one(url, body, len(asked)), urls))
+        _check_shards([shard for shard, _ in got], urls)
+        step_ms = round(step * 1000)
+        answers = [combined([one[i] for _, one in got], step_ms) for i in range(len(asked))]
+    STATS["pushed_steps"] += sum(len(item["values"]) for a in answers for item in a["result"])
+    return answers
+
+
+def _check_shards(shards: list[tuple[int, int] | None], urls: list[str]) -> None:
+    counts = {shard[1] for shard in shards if shard is not None}
+    expected = [(i, len(urls)) for i in range(len(urls))]
+    if None in shards or counts != {len(urls)} or sorted(shards) != expected:  # type: ignore[type-var]
+        said = ", ".join(
+            f"{redact_url(url)}: {'unsharded' if s is None else f'{s[0]}/{s[1]}'}"
+            for url, s in zip(urls, shards, strict=True)
+        )
+        raise PushUnavailable(f"receivers answer shards {said}; expected 0/{len(urls)} to "
+                              f"{len(urls) - 1}/{len(urls)}, each once")  # fmt: skip
+
+
+def _payload(
+    asked: list[tuple[int, StepQuery, list[str], datetime]],
+    end: datetime,
+    step: float,
+    closed: bool,
+) -> bytes:
     payload = {
         "step": step,
         "end": round(end.timestamp()),
@@ -138,13 +188,18 @@ def _ask(
             for _index, query, scoped, start in asked
         ],
     }
-    url = f"{settings.INGEST_PUSH_URL.rstrip('/')}/api/v1/steps"
+    return orjson.dumps(payload)
+
+
+def _ask_one(base: str, body: bytes, count: int) -> tuple[tuple[int, int] | None, list[dict]]:
+    """(the receiver's shard, its answer to each of ``count`` queries)."""
+    url = f"{base}/api/v1/steps"
     deadline = time.monotonic() + settings.PROMETHEUS_DEADLINE_SECONDS
     STATS["requests"] += 1
     try:
         with requests.post(
             url,
-            data=orjson.dumps(payload),
+            data=body,
             headers={
                 "Authorization": f"Bearer {settings.INGEST_PUSH_TOKEN}",
                 "Content-Type": "application/json",
@@ -163,16 +218,58 @@ def _ask(
     if status != 200:
         raise PushUnavailable(f"{redact_url(url)}: HTTP {status}: {body[:200]!r}")
     try:
-        answers = orjson.loads(body)["answers"]
+        decoded = orjson.loads(body)
+        answers = decoded["answers"]
         checked = [
             (list(a["result"]), [(int(x), int(y)) for x, y in a["uncovered"]]) for a in answers
         ]
-    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        said = decoded.get("shard")
+        shard = None if said is None else (int(said[0]), int(said[1]))
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, IndexError) as exc:
         raise PushUnavailable(f"{redact_url(url)}: malformed answer ({exc})") from None
-    if len(checked) != len(asked):
-        raise PushUnavailable(f"{redact_url(url)}: {len(checked)} answers for {len(asked)} queries")
-    STATS["pushed_steps"] += sum(len(item["values"]) for result, _ in checked for item in result)
-    return [{"result": result, "uncovered": runs} for result, runs in checked]
+    if len(checked) != count:
+        raise PushUnavailable(f"{redact_url(url)}: {len(checked)} answers for {count} queries")
+    return shard, [{"result": result, "uncovered": runs} for result, runs in checked]
+
+
+def combined(answers: Sequence[dict], step_ms: int) -> dict:
+    """One query's answers from every shard's receiver as one: steps uncovered by any of them
+    are uncovered (read from Prometheus for every series), the others' values merged by the
+    series' labels, the largest per step (a NaN giving way to any number, as ``max`` does);
+    series in label order, values in time order."""
+    gone = sorted({run for answer in answers for run in answer["uncovered"]})
+    runs: list[tuple[int, int]] = []
+    for first, last in gone:
+        if runs and first <= runs[-1][1] + step_ms:
+            runs[-1] = (runs[-1][0], max(runs[-1][1], last))
+        else:
+            runs.append((first, last))
+    by_key: dict[tuple, tuple[dict, dict[float, object]]] = {}
+    for answer in answers:
+        for item in answer["result"]:
+            key = tuple(sorted(item["metric"].items()))
+            held = by_key.get(key)
+            if held is None:
+                held = by_key[key] = (item["metric"], {})
+            at = held[1]
+            for ts, value in item["values"]:
+                ms = round(float(ts) * 1000)
+                if any(first <= ms <= last for first, last in runs):
+                    continue
+                old = at.get(ts)
+                if old is None or _larger(value, old):
+                    at[ts] = value
+    result = [
+        {"metric": metric, "values": [[ts, at[ts]] for ts in sorted(at, key=float)]}
+        for metric, at in (by_key[key] for key in sorted(by_key))
+        if at
+    ]
+    return {"result": result, "uncovered": runs}
+
+
+def _larger(value: object, old: object) -> bool:
+    new, held = float(value), float(old)  # type: ignore[arg-type]
+    return math.isnan(held) and not math.isnan(new) or new > held
 
 
 def merged(pushed: list[dict], pulled: list[dict]) -> list[dict]:

@@ -203,8 +203,17 @@ class Receiver:
             raise PushError(415, "Content-Encoding must be snappy")
         series = decode_write(body, self.max_bytes, self.labels)
         with self.lock:
+            misrouted = self.store.counters.misrouted
             self.store.add(series)
             self.store.prune(self.now_ms())
+            if self.store.counters.misrouted and not misrouted:
+                index, count = self.store.shard
+                log.error(
+                    "push: a series of another shard arrived (this receiver takes %s/%s of "
+                    "hashmod(%s)): the sender's remote_write sharding does not match; every "
+                    "step is read from Prometheus until this receiver restarts",
+                    index, count, self.store.shard_label,
+                )  # fmt: skip
 
     def steps(self, body: bytes) -> dict[str, Any]:
         """Answer a steps request (raises ``PushError``)."""
@@ -237,7 +246,7 @@ class Receiver:
                         "uncovered": [list(run) for run in intervals(missing, step_ms)],
                     }
                 )
-        return {"answers": answers}
+        return {"answers": answers, "shard": list(self.store.shard)}
 
     def sender_seen(self, start_ms: int) -> None:
         with self.lock:
@@ -251,6 +260,7 @@ class Receiver:
             series = sum(len(held) for held in self.store.by_name.values())
             samples = sum(len(s) for held in self.store.by_name.values() for s in held.values())
             checked = self.store.checked_ms / 1000
+            newest = self.store.newest_ms / 1000
         lines = []
         for name, value in counters.items():
             metric = f"clusterwatch_push_{name}_total"
@@ -266,6 +276,8 @@ class Receiver:
             f"clusterwatch_push_samples {samples}",
             "# TYPE clusterwatch_push_sender_checked_seconds gauge",
             f"clusterwatch_push_sender_checked_seconds {checked}",
+            "# TYPE clusterwatch_push_newest_sample_seconds gauge",
+            f"clusterwatch_push_newest_sample_seconds {newest}",
         ]
         return "\n".join(lines) + "\n"
 

@@ -17,6 +17,13 @@ and ingest reads it from Prometheus as before (``ingest.step_reads``):
   its start time (``sender_seen``), since a restart after that is not known yet;
 * before the retention ``horizon`` (samples older than that are dropped, the newest of them
   kept per series);
+* after ``newest + lookback``, where ``newest`` is the newest sample time received from any
+  series: nothing has arrived for a whole lookback (Prometheus is not forwarding, is stalled
+  or sends this receiver's shard elsewhere), so "no series" would be a guess;
+* everywhere, once a series of another shard arrived (``shard``: this receiver takes the
+  series whose ``shard_label`` hashes to ``index`` of ``count``, as Prometheus'
+  ``hashmod`` relabel action computes it): the sender's sharding does not match, so what
+  this receiver holds is not known to be its whole shard;
 * in a sender *gap*: Prometheus restarted (or reloaded its config, which restarts its
   queues) at ``R``. Its new WAL watcher sends only samples newer than its own start
   (storage/remote/watcher.go, ``startTimestamp``), so what the old process had not sent
@@ -32,6 +39,7 @@ same shard); a sample at or before one already held replaces it or is inserted i
 from __future__ import annotations
 
 import bisect
+import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -60,6 +68,7 @@ class Counters:
     sender_restarts: int = 0
     answered: int = 0
     uncovered: int = 0
+    misrouted: int = 0  # series of another shard (never stored)
 
 
 @dataclass
@@ -79,7 +88,12 @@ class PushStore:
     #: When Prometheus last told its start time (``sender_seen``); later steps are uncovered.
     checked_ms: int = 0
     counters: Counters = field(default_factory=Counters)
+    #: (index, count): the hashmod shard of the series this receiver takes; (0, 1) = all.
+    shard: tuple[int, int] = (0, 1)
+    shard_label: str = "instance"
+    newest_ms: int = 0  # the newest sample time received
     _kept: dict[str, bool] = field(default_factory=dict)
+    _shard_of: dict[str, int] = field(default_factory=dict)
     #: (by, either) -> series labels -> ``raw_steps.series_keys`` (series outlive cycles).
     _keys: dict[tuple, dict[Pairs, tuple[Pairs, Pairs]]] = field(default_factory=dict)
 
@@ -89,6 +103,7 @@ class PushStore:
         """Take one request's series: labels as sent (sorted by name) and (ms, value|None)."""
         counters, kept, by_name = self.counters, self._kept, self.by_name
         counters.requests += 1
+        newest = self.newest_ms
         for pairs, samples in series:
             name = _name(pairs)
             wanted = kept.get(name)  # type: ignore[arg-type]
@@ -99,11 +114,16 @@ class PushStore:
                 continue
             counters.series_received += 1
             counters.samples_received += len(samples)
+            if samples and samples[-1][0] > newest:
+                newest = samples[-1][0]
             pool = by_name.get(name)  # type: ignore[arg-type]
             if pool is None:
                 pool = by_name[name] = {}  # type: ignore[index]
             held = pool.get(pairs)
             if held is None:
+                if self.shard[1] > 1 and not self._ours(pairs):
+                    counters.misrouted += 1
+                    continue
                 held = pool[pairs] = []
             if (
                 held
@@ -117,18 +137,32 @@ class PushStore:
                 ):
                     continue
                 del held[-len(samples) :]
-            for t, value in samples:
-                if t <= self.answered_ms:
-                    counters.late += 1
-                if not held or t > held[-1][0]:
-                    held.append((t, value))
-                    continue
-                counters.out_of_order += 1
-                at = bisect.bisect_left(held, t, key=lambda sample: sample[0])
-                if at < len(held) and held[at][0] == t:
-                    held[at] = (t, value)
-                else:
-                    held.insert(at, (t, value))
+            self._merge(held, samples)
+        self.newest_ms = newest
+
+    def _merge(self, held: Samples, samples: Samples) -> None:
+        """The slow path of ``add``: samples late, out of order or repeated, one at a time."""
+        counters = self.counters
+        for t, value in samples:
+            if t <= self.answered_ms:
+                counters.late += 1
+            if not held or t > held[-1][0]:
+                held.append((t, value))
+                continue
+            counters.out_of_order += 1
+            at = bisect.bisect_left(held, t, key=lambda sample: sample[0])
+            if at < len(held) and held[at][0] == t:
+                held[at] = (t, value)
+            else:
+                held.insert(at, (t, value))
+
+    def _ours(self, pairs: Pairs) -> bool:
+        """Whether a series belongs to this receiver's shard (md5 cached per label value)."""
+        value = next((v for label, v in pairs if label == self.shard_label), "")
+        index = self._shard_of.get(value)
+        if index is None:
+            index = self._shard_of[value] = hashmod(value, self.shard[1])
+        return index == self.shard[0]
 
     def sender_seen(self, start_ms: int, at_ms: int) -> bool:
         """Prometheus said at ``at_ms`` that it (re)started or reloaded at ``start_ms``: open a
@@ -174,8 +208,10 @@ class PushStore:
 
     def uncovered(self, times: Sequence[int], now_ms: int) -> list[int]:
         """The step times (ms) of ``times`` this store cannot answer exactly (module docstring)."""
+        if self.counters.misrouted:
+            return list(times)
         first = max(self.data_from_ms + self.lookback_ms, self.horizon_ms)
-        last = min(now_ms - self.delay_ms, self.checked_ms)
+        last = min(now_ms - self.delay_ms, self.checked_ms, self.newest_ms + self.lookback_ms)
         return [
             ts
             for ts in times
@@ -251,6 +287,22 @@ def _test(kind: int, label: str, value: str):  # noqa: ANN202 - a predicate over
     if kind == MATCH:
         return lambda labels: pattern.fullmatch(labels.get(label, "")) is not None
     return lambda labels: pattern.fullmatch(labels.get(label, "")) is None
+
+
+def hashmod(value: str, modulus: int) -> int:
+    """Prometheus' ``hashmod`` relabel action on one source value (model/relabel/relabel.go:
+    the md5 sum's last 8 bytes, big-endian, modulo ``modulus``)."""
+    return int.from_bytes(hashlib.md5(value.encode()).digest()[8:], "big") % modulus  # noqa: S324 - not for security: Prometheus' own hash
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"I/N"`` (0 <= I < N) as (I, N); "" is (0, 1): unsharded."""
+    if not text:
+        return (0, 1)
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit()) or not 0 <= int(index) < int(count):
+        raise ValueError(f"{text!r}: expected I/N with 0 <= I < N, e.g. 0/2")
+    return int(index), int(count)
 
 
 def intervals(times: Sequence[int], step_ms: int) -> list[tuple[int, int]]:

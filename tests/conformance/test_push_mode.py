@@ -12,6 +12,10 @@ Ingest then runs every family over the whole window twice, once with PROMETHEUS_
 query_range and once in push mode, and every row of every table it writes must be the same.
 In push mode the steps of the first lookback (before the receiver's data) and those of the
 restart's gap are read from Prometheus, the rest come from the receiver.
+
+"sharded": three receivers (INGEST_PUSH_URL a list), each given the series whose ``instance``
+Prometheus' ``hashmod`` puts in its shard (each of the three gets some: the IB exporters,
+one node's node_exporter, both dcgm-exporters), the restart told to each of them.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from django.test import override_settings
 from ingest import push_reads
 from ingest.models import IngestCursor, ShardCursor
 from ingest.push_receiver import Receiver, serve
-from ingest.push_store import PushStore
+from ingest.push_store import PushStore, hashmod
 from tests.conformance.scrapes import T0, ingest
 from tests.conformance.test_read_paths import (
     BACK,
@@ -74,37 +78,50 @@ def pushed_history(
         yield request.param, prometheus, series
 
 
-@pytest.fixture(params=["steady", "restart"])
+def _shard(series: dict, index: int, count: int) -> dict:
+    return {k: v for k, v in series.items() if hashmod(dict(k).get("instance", ""), count) == index}
+
+
+@pytest.fixture(params=["steady", "restart", "sharded"])
 def receiver(
     request: pytest.FixtureRequest, pushed_history: tuple[str, PrometheusProcess, dict]
-) -> Iterator[tuple[str, Receiver]]:
-    """A receiver given every sample ("steady"), or the restart's loss and notice ("restart")."""
+) -> Iterator[tuple[str, list[Receiver]]]:
+    """A receiver given every sample ("steady"), or the restart's loss and notice ("restart");
+    or three receivers given their shards of the latter ("sharded")."""
     _dialect, _prometheus, series = pushed_history
-    store = PushStore(
-        lookback_ms=300_000,
-        retention_ms=24 * 3_600_000,
-        delay_ms=15_000,
-        data_from_ms=round(T0 * 1000),
-        kept_name=re.compile(KEPT),
-    )
-    made = Receiver(store, TOKEN, max_bytes=64 << 20, clock=lambda: END + 60)
-    server = serve(made, "127.0.0.1", 0, sender_url=None, check_seconds=5, timeout=30)
-    url = f"http://127.0.0.1:{server.server_port}"
     before, after, _lost = forwarded(series)
     if request.param == "steady":  # what Prometheus holds, all of it sent
         before = between(series, T0, RESTART)
-    made.sender_seen(round((T0 - 3600) * 1000))
-    for body in write_requests(before):
-        made.write("application/x-protobuf", "snappy", body)
-    if request.param == "restart":
-        made.sender_seen(round(SENDER_RESTART * 1000))
-    for body in write_requests(after):
-        made.write("application/x-protobuf", "snappy", body)
+    count = 3 if request.param == "sharded" else 1
+    made, servers = [], []
+    for index in range(count):
+        store = PushStore(
+            lookback_ms=300_000,
+            retention_ms=24 * 3_600_000,
+            delay_ms=15_000,
+            data_from_ms=round(T0 * 1000),
+            kept_name=re.compile(KEPT),
+            shard=(index, count),
+        )
+        one = Receiver(store, TOKEN, max_bytes=64 << 20, clock=lambda: END + 60)
+        one.sender_seen(round((T0 - 3600) * 1000))
+        for body in write_requests(_shard(before, index, count)):
+            one.write("application/x-protobuf", "snappy", body)
+        if request.param != "steady":
+            one.sender_seen(round(SENDER_RESTART * 1000))
+        for body in write_requests(_shard(after, index, count)):
+            one.write("application/x-protobuf", "snappy", body)
+        assert store.counters.misrouted == 0
+        assert store.by_name, f"shard {index}/{count} got no series"
+        made.append(one)
+        servers.append(serve(one, "127.0.0.1", 0, sender_url=None, check_seconds=5, timeout=30))
+    urls = ",".join(f"http://127.0.0.1:{server.server_port}" for server in servers)
     try:
-        yield url, made
+        yield urls, made
     finally:
-        server.shutdown()
-        server.server_close()
+        for server in servers:
+            server.shutdown()
+            server.server_close()
 
 
 def ingested(prometheus: PrometheusProcess, push_url: str = "") -> dict[str, list[tuple]]:
@@ -135,10 +152,15 @@ def test_push_mode_stores_what_query_range_stores(
     pushed_history: tuple[str, PrometheusProcess, dict], receiver: tuple[str, Receiver]
 ) -> None:
     dialect, prometheus, series = pushed_history
-    url, made = receiver
+    url, receivers = receiver
     before, _after, _lost = forwarded(series)
     restart_ms = round(SENDER_RESTART * 1000)
-    if made.store.counters.sender_restarts:
+    made = receivers[0]
+    if len(receivers) > 1:
+        for one in receivers:
+            shard = _shard(before, *one.store.shard)
+            assert one.store.gaps == [(gap_start(shard, restart_ms, 300_000), restart_ms + 300_000)]
+    elif made.store.counters.sender_restarts:
         # The gap: from the oldest last sample before the restart (gpu-002's staleness
         # markers at T0+390: it was down) to a lookback after the restart.
         assert made.store.gaps == [(gap_start(before, restart_ms, 300_000), restart_ms + 300_000)]

@@ -38,3 +38,17 @@ def test_a_bad_url_is_an_error_that_does_not_show_it(
 def test_url_shape_keeps_scheme_host_and_the_last_four_characters() -> None:
     assert url_shape(SECRET) == "https://hc-ping.com/…4d7c"
     assert url_shape("http://h/x") == "••••••"
+
+
+def test_a_url_list_keeps_each_good_url_and_reports_each_bad_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(env, "ERRORS", [])
+    monkeypatch.delenv("INGEST_PUSH_URL", raising=False)
+    assert env.env_url_list("INGEST_PUSH_URL", ("http", "https")) == []
+    monkeypatch.setenv("INGEST_PUSH_URL", " http://a:9201 , ,https://b:9201/ ,ftp://c:21")
+    assert env.env_url_list("INGEST_PUSH_URL", ("http", "https")) == [
+        "http://a:9201",
+        "https://b:9201/",
+    ]
+    assert env.ERRORS == ["INGEST_PUSH_URL='ftp://c:21': expected a URL like http://host:port/..."]

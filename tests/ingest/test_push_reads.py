@@ -124,3 +124,100 @@ def test_a_query_too_large_alone_is_read_from_prometheus(
     assert results == [(0, []), (1, []), (2, []), (3, [])]  # what the stand-in pull answers
     assert asked == 3 + 3  # 4, 2, 1 queries, then each remaining query alone
     assert push_reads.STATS["failures"] - failures == 4
+
+
+def test_answers_of_several_receivers_are_merged_max_per_step_minus_any_uncovered_step() -> None:
+    a = {"metric": {"Hostname": "gpu-000", "gpu": "0"}}
+    b = {"metric": {"Hostname": "gpu-001", "gpu": "0"}}
+    first = {
+        "result": [
+            b | {"values": [[1.0, "5"], [2.0, "NaN"], [3.0, "1"]]},
+            a | {"values": [[1.0, "1"], [4.0, "9"]]},
+        ],
+        "uncovered": [(4000, 4000)],
+    }
+    second = {
+        "result": [b | {"values": [[1.0, "2"], [2.0, "7"], [3.0, "+Inf"], [5.0, "3"]]}],
+        "uncovered": [(5000, 6000), (9000, 9000)],
+    }
+    merged = push_reads.combined([first, second], 1000)
+    # 4 s and 5-6 s are uncovered by one of them (read from Prometheus for every series):
+    # runs one step apart are joined; at 2 s the number beats the NaN.
+    assert merged == {
+        "result": [
+            a | {"values": [[1.0, "1"]]},
+            b | {"values": [[1.0, "5"], [2.0, "7"], [3.0, "+Inf"]]},
+        ],
+        "uncovered": [(4000, 6000), (9000, 9000)],
+    }
+    assert push_reads.combined([{"result": [], "uncovered": []}] * 2, 1000) == {
+        "result": [],
+        "uncovered": [],
+    }
+
+
+def _sharded(shards: list[tuple[int, int]], stack: list) -> str:
+    """Receivers holding their ``Hostname`` shards of 20 nodes' series; their URLs, joined."""
+    series = {
+        (("Hostname", f"gpu-{n:03d}"), ("__name__", METRICS[0]), ("gpu", "0")): [
+            (T + s * 30_000, float(n + s)) for s in range(31)
+        ]
+        for n in range(20)
+    }
+    urls = []
+    for shard in shards:
+        store = PushStore(
+            300_000, 3_600_000, 15_000, T, re.compile(r"DCGM_FI_.*"),
+            shard=shard, shard_label="Hostname",
+        )  # fmt: skip
+        made = Receiver(store, TOKEN, max_bytes=1 << 24, clock=lambda: (T + 1_000_000) / 1000)
+        made.sender_seen(T - 60_000)
+        server = serve(made, "127.0.0.1", 0, sender_url=None, check_seconds=5, timeout=5)
+        stack.append(server)
+        urls.append(f"http://127.0.0.1:{server.server_port}")
+        mine = {key: samples for key, samples in series.items() if store._ours(key)}
+        post_bodies(urls[-1], write_requests(mine), headers={"Authorization": f"Bearer {TOKEN}"})
+        assert mine and store.counters.misrouted == 0
+    return ",".join(urls)
+
+
+@pytest.mark.parametrize(
+    ("shards", "pushed"),
+    [
+        ([(0, 2), (1, 2)], True),
+        ([(1, 2), (0, 2)], True),  # any order
+        ([(0, 2), (0, 2)], False),  # shard 1 missing
+        ([(0, 3), (1, 3)], False),  # shard 2 of 3 not asked
+        ([(0, 2)], False),  # one URL, but a sharded receiver
+    ],
+)
+def test_receivers_answer_only_as_a_complete_set_of_shards(
+    shards: list[tuple[int, int]], pushed: bool
+) -> None:
+    stack: list = []
+    try:
+        urls = _sharded(shards, stack)
+        pulled: list = []
+
+        def pull(some, until, offset):  # noqa: ANN001, ANN202
+            pulled.extend(promql for promql, _start in some)
+            for index, _query in enumerate(some):
+                yield offset + index, []
+
+        with override_settings(INGEST_PUSH_URL=urls, INGEST_PUSH_TOKEN=TOKEN):
+            client = PrometheusClient("http://127.0.0.1:9")
+            results = list(push_reads.read_pushed(client, QUERIES[:1], END, 30.0, True, pull))
+    finally:
+        for server in stack:
+            server.shutdown()
+            server.server_close()
+    if not pushed:
+        assert (pulled, results) == ([QUERIES[0][0]], [(0, [])])
+        return
+    assert pulled == []
+    ((index, result),) = results
+    assert index == 0
+    assert [item["metric"]["Hostname"] for item in result] == [f"gpu-{n:03d}" for n in range(20)]
+    assert result[3]["values"] == [
+        [(T + ms) / 1000, f"{3 + ms // 30_000:.1f}"] for ms in range(600_000, 900_001, 30_000)
+    ]

@@ -58,6 +58,7 @@ def test_a_write_then_steps_round_trip(receiver: tuple[Receiver, str]) -> None:
     payload = {"step": 30, "end": (T + 990_000) // 1000, "closed": True, "queries": [query]}
     answer = requests.post(f"{url}/api/v1/steps", json=payload, headers=AUTH, timeout=10)
     assert answer.status_code == 200
+    assert answer.json()["shard"] == [0, 1]
     (only,) = answer.json()["answers"]
     # 600: 50; 630: stale; 660 on: NaN (a sample, not a marker) until the delay's edge (985 s).
     values = [[(T + ms) / 1000, "50.0"] for ms in (600_000,)] + [
@@ -70,6 +71,8 @@ def test_a_write_then_steps_round_trip(receiver: tuple[Receiver, str]) -> None:
     metrics = requests.get(f"{url}/metrics", headers=AUTH, timeout=10).text
     assert "clusterwatch_push_samples_received_total 3\n" in metrics
     assert "clusterwatch_push_series 1\n" in metrics
+    assert "clusterwatch_push_misrouted_total 0\n" in metrics
+    assert f"clusterwatch_push_newest_sample_seconds {(T + 660_000) / 1000}\n" in metrics
 
 
 @pytest.mark.parametrize(
@@ -222,3 +225,17 @@ def test_a_stalled_client_is_dropped_and_others_are_served() -> None:
         server.shutdown()
         server.server_close()
     assert store.counters.requests == 0
+
+
+def test_the_command_takes_a_shard_and_refuses_a_bad_one(settings) -> None:  # noqa: ANN001
+    from django.core.management.base import CommandError
+
+    from ingest.management.commands.push_receiver import build_receiver
+
+    settings.INGEST_PUSH_TOKEN = TOKEN
+    settings.INGEST_PUSH_SHARD = "1/3"
+    assert build_receiver().store.shard == (1, 3)
+    assert build_receiver(shard="0/2").store.shard == (0, 2)
+    assert build_receiver(shard="").store.shard == (0, 1)
+    with pytest.raises(CommandError, match="shard '3/3': expected I/N"):
+        build_receiver(shard="3/3")

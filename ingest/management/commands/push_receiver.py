@@ -14,14 +14,17 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from core.secrets import redact_url
 from ingest.flavor import PROMETHEUS_LOOKBACK_SECONDS
 from ingest.push_receiver import Receiver, serve
-from ingest.push_store import PushStore
+from ingest.push_store import PushStore, parse_shard
 
 #: ``gc.set_threshold`` of the receiver process (Python's defaults: 700, 10, 10).
 GC_THRESHOLDS = (100_000, 50, 100)
 
 
-def build_receiver(clock_offset: float = 0.0, data_from: float | None = None) -> Receiver:
-    """A receiver with an empty store whose data starts now (settings INGEST_PUSH_*).
+def build_receiver(
+    clock_offset: float = 0.0, data_from: float | None = None, shard: str | None = None
+) -> Receiver:
+    """A receiver with an empty store whose data starts now (settings INGEST_PUSH_*; ``shard``
+    "I/N" overrides INGEST_PUSH_SHARD).
 
     For benches replaying stamped history only: ``clock_offset`` seconds are added to its
     clock, ``data_from`` (unix s) says since when it has every sample instead of its start.
@@ -32,12 +35,18 @@ def build_receiver(clock_offset: float = 0.0, data_from: float | None = None) ->
         keep = re.compile(settings.INGEST_PUSH_KEEP)
     except re.error as exc:
         raise CommandError(f"INGEST_PUSH_KEEP is not a regex: {exc}") from None
+    try:
+        index, count = parse_shard(settings.INGEST_PUSH_SHARD if shard is None else shard)
+    except ValueError as exc:
+        raise CommandError(f"shard {exc}") from None
     store = PushStore(
         lookback_ms=round(PROMETHEUS_LOOKBACK_SECONDS * 1000),
         retention_ms=settings.INGEST_PUSH_RETENTION_SECONDS * 1000,
         delay_ms=settings.INGEST_PUSH_DELAY_SECONDS * 1000,
         data_from_ms=round((time.time() + clock_offset if data_from is None else data_from) * 1000),
         kept_name=keep,
+        shard=(index, count),
+        shard_label=settings.INGEST_PUSH_SHARD_LABEL,
     )
     return Receiver(
         store,
@@ -53,6 +62,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--listen", default=settings.INGEST_PUSH_LISTEN, help="host:port")
         parser.add_argument(
+            "--shard", default=None,
+            help="I/N: this receiver takes shard I of N of Prometheus' hashmod (INGEST_PUSH_SHARD)",
+        )  # fmt: skip
+        parser.add_argument(
             "--clock-offset", type=float, default=0.0,
             help="seconds added to the receiver's clock (benches replaying stamped history only)",
         )  # fmt: skip
@@ -65,7 +78,11 @@ class Command(BaseCommand):
         host, _, port = str(options["listen"]).rpartition(":")
         if not host or not port.isdigit():
             raise CommandError(f"--listen {options['listen']!r}: expected host:port")
-        receiver = build_receiver(float(options["clock_offset"]), options["data_from"])  # type: ignore[arg-type]
+        receiver = build_receiver(
+            float(options["clock_offset"]),  # type: ignore[arg-type]
+            options["data_from"],  # type: ignore[arg-type]
+            options["shard"],  # type: ignore[arg-type]
+        )
         # The store holds millions of long-lived objects and every request allocates
         # thousands: at the default 700-allocation threshold the cyclic collector ran so
         # often that it took a third to a half of the receiver's CPU (measured offline: a
@@ -80,9 +97,13 @@ class Command(BaseCommand):
             check_seconds=settings.INGEST_PUSH_SENDER_CHECK_SECONDS,
             timeout=settings.PROMETHEUS_TIMEOUT_SECONDS,
         )
+        index, count = receiver.store.shard
+        sharding = (
+            f", shard {index}/{count} of hashmod({receiver.store.shard_label})" if count > 1 else ""
+        )
         self.stdout.write(
             f"push receiver on http://{host}:{server.server_port}, sender "
-            f"{redact_url(settings.INGEST_PUSH_SENDER_URL)}",
+            f"{redact_url(settings.INGEST_PUSH_SENDER_URL)}{sharding}",
         )
         self.stdout.flush()
         stop = threading.Event()
