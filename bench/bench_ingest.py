@@ -156,6 +156,9 @@ def main() -> None:
     import django
 
     django.setup()
+    from core.gc_tuning import tune_gc
+
+    tune_gc()  # this process does a worker's ingest: its GC thresholds too
     from django.core.management import call_command
 
     from simulator import Cluster, ClusterSpec

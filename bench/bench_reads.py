@@ -383,6 +383,9 @@ def main() -> None:
         import django
 
         django.setup()
+        from core.gc_tuning import tune_gc
+
+        tune_gc()  # this process does a worker's ingest: its GC thresholds too
         measure(args, prometheus.url, end, prometheus.process.pid)
     say(f"bench wall time: {time.perf_counter() - total:.0f} s")
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")

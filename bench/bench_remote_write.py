@@ -262,6 +262,9 @@ def main() -> None:  # noqa: PLR0915 - one linear bench
     import django
 
     django.setup()
+    from core.gc_tuning import tune_gc
+
+    tune_gc()  # this process does a worker's ingest: its GC thresholds too
     from bench.bench_ingest import HISTORY_FAMILIES
     from ingest.prometheus import PrometheusClient
     from simulator import Cluster, ClusterSpec, ExporterOptions, write_history

@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import beat_init, worker_init
+from celery.signals import beat_init, worker_init, worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -61,3 +61,12 @@ def _refuse_bad_environment(**_: object) -> None:
         # Celery logs and swallows exceptions raised by signal handlers; SystemExit it does not.
         logging.getLogger(__name__).critical("%s", exc)
         raise SystemExit(1) from exc
+
+
+@worker_init.connect
+@worker_process_init.connect
+def _tune_gc(**_: object) -> None:
+    """Workers decode large Prometheus answers: see core.gc_tuning."""
+    from core.gc_tuning import tune_gc
+
+    tune_gc()

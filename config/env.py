@@ -99,6 +99,20 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
+def env_int_list(name: str, default: list[int], length: int, minimum: int = 0) -> list[int]:
+    """``length`` comma-separated integers, each at least ``minimum``."""
+    items = env_list(name, [str(value) for value in default])
+    try:
+        values = [int(item) for item in items]
+    except ValueError:
+        values = []
+    if len(values) != length or any(value < minimum for value in values):
+        _fail(name, ",".join(items), f"expected {length} integers >= {minimum}, e.g. "
+              + ",".join(str(value) for value in default))  # fmt: skip
+        return list(default)
+    return values
+
+
 def env_mapping(name: str, default: dict[str, str]) -> dict[str, str]:
     """``Key=value`` pairs separated by commas, e.g. ``X-Scope-OrgID=team-a,X-Other=1``."""
     value = _raw(name)

@@ -103,6 +103,9 @@ INGEST_PUSH_KEEP = env.env_str(
 INGEST_PUSH_SHARD = env.env_str("INGEST_PUSH_SHARD", "")
 INGEST_PUSH_SHARD_LABEL = env.env_str("INGEST_PUSH_SHARD_LABEL", "instance")
 INGEST_PUSH_MAX_BODY_BYTES = env.env_int("INGEST_PUSH_MAX_BODY_BYTES", 64 << 20, minimum=1024)
+# gc.set_threshold of Celery workers, manage.py ingest and the push receiver (core.gc_tuning):
+# three integers, CPython's defaults being 700,10,10.
+WORKER_GC_THRESHOLDS = env.env_int_list("WORKER_GC_THRESHOLDS", [100_000, 50, 100], 3, minimum=1)
 # Queries in flight at once per process (a semaphore in PrometheusClient); 0 = no limit.
 PROMETHEUS_MAX_CONCURRENCY = env.env_int("PROMETHEUS_MAX_CONCURRENCY", 8, minimum=0)
 HTTP_TIMEOUT_SECONDS = env.env_float("HTTP_TIMEOUT_SECONDS", 10.0, minimum=0.1)

@@ -244,27 +244,36 @@ def combined(answers: Sequence[dict], step_ms: int) -> dict:
             runs[-1] = (runs[-1][0], max(runs[-1][1], last))
         else:
             runs.append((first, last))
-    by_key: dict[tuple, tuple[dict, dict[float, object]]] = {}
+    # Keyed by the labels in the receivers' own order (every receiver writes a query's group
+    # labels in its ``by`` order); sorted by name only once, for the result's order.
+    by_key: dict[tuple, dict] = {}
+    merged_values: dict[tuple, dict] = {}  # the keys answered by more than one receiver
     for answer in answers:
         for item in answer["result"]:
-            key = tuple(sorted(item["metric"].items()))
+            key = tuple(item["metric"].items())
+            values = item["values"]
+            if runs:
+                values = [p for p in values if not _within(round(float(p[0]) * 1000), runs)]
             held = by_key.get(key)
-            if held is None:
-                held = by_key[key] = (item["metric"], {})
-            at = held[1]
-            for ts, value in item["values"]:
-                ms = round(float(ts) * 1000)
-                if any(first <= ms <= last for first, last in runs):
-                    continue
+            if held is None:  # the usual case: a series' group is in one shard only
+                by_key[key] = {"metric": item["metric"], "values": values}
+                continue
+            at = merged_values.get(key)
+            if at is None:
+                at = merged_values[key] = {ts: v for ts, v in held["values"]}
+            for ts, value in values:
                 old = at.get(ts)
                 if old is None or _larger(value, old):
                     at[ts] = value
-    result = [
-        {"metric": metric, "values": [[ts, at[ts]] for ts in sorted(at, key=float)]}
-        for metric, at in (by_key[key] for key in sorted(by_key))
-        if at
-    ]
+    for key, at in merged_values.items():
+        by_key[key]["values"] = [[ts, at[ts]] for ts in sorted(at, key=float)]
+    result = [item for item in by_key.values() if item["values"]]
+    result.sort(key=lambda item: sorted(item["metric"].items()))
     return {"result": result, "uncovered": runs}
+
+
+def _within(ms: int, runs: list[tuple[int, int]]) -> bool:
+    return any(first <= ms <= last for first, last in runs)
 
 
 def _larger(value: object, old: object) -> bool:

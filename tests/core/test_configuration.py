@@ -26,6 +26,8 @@ BAD_VALUES = {
     "PROMETHEUS_URL": ("prometheus:9090", "expected a URL like http://host:port/..."),
     "INGEST_INTERVAL_SECONDS": ("often", "expected an integer"),
     "ALERTS_NAMESPACE_TEAMS": ("Team_A=ml", "'Team_A' is not a Kubernetes namespace name"),
+    "INGEST_PUSH_URL": ("b:9201", "expected a URL like http://host:port/..."),
+    "WORKER_GC_THRESHOLDS": ("1000,x", "expected 3 integers >= 1, e.g. 100000,50,100"),
 }
 
 

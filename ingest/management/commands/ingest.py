@@ -9,6 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.gc_tuning import tune_gc
 from ingest.models import Family
 from ingest.outcome import CycleOutcome
 from ingest.services import DEFAULT_FAMILIES, ingest_family, utcnow
@@ -57,6 +58,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        tune_gc()  # as a worker does (core.gc_tuning)
         now = utcnow()
         families = [
             f.strip() for f in options["family"].split(",") if f.strip()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import re
 import signal
 import threading
@@ -11,13 +10,11 @@ import time
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.gc_tuning import tune_gc
 from core.secrets import redact_url
 from ingest.flavor import PROMETHEUS_LOOKBACK_SECONDS
 from ingest.push_receiver import Receiver, serve
 from ingest.push_store import PushStore, parse_shard
-
-#: ``gc.set_threshold`` of the receiver process (Python's defaults: 700, 10, 10).
-GC_THRESHOLDS = (100_000, 50, 100)
 
 
 def build_receiver(
@@ -87,8 +84,8 @@ class Command(BaseCommand):
         # thousands: at the default 700-allocation threshold the cyclic collector ran so
         # often that it took a third to a half of the receiver's CPU (measured offline: a
         # write 11.8 -> 7.2 us per series, a steps answer 21.6 -> 11.9 us). Nothing here
-        # builds cycles; refcounting frees what prune drops.
-        gc.set_threshold(*GC_THRESHOLDS)
+        # builds cycles; refcounting frees what prune drops. WORKER_GC_THRESHOLDS.
+        tune_gc()
         server = serve(
             receiver,
             host,
