@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from django.db import connection
 
+from ingest import gpu_steps
 from ingest.history import GPU_HISTORY, IB_HISTORY, HistoryTable
 from ingest.store import GPU_HEALTH_COLUMNS, GPU_VALUE_COLUMNS, IB_VALUE_COLUMNS
 
@@ -34,6 +35,11 @@ def _sql(sql: str) -> list[tuple]:
 
 def _samples(table: str, family: str) -> int:
     return int(_sql(f"SELECT coalesce(sum(num_nonnulls({', '.join(SAMPLE_COLUMNS[family])})), 0) FROM {table}")[0][0])  # fmt: skip
+
+
+def source(table: HistoryTable) -> str:
+    """Every hot row of ``table`` in the per-device layout (GPU: per-GPU rows and split step rows)."""
+    return gpu_steps.VIEW if table.family == "gpu" else table.hot
 
 
 def _partitions(parent: str) -> list[str]:
@@ -135,13 +141,13 @@ def _create(table: HistoryTable, layout: Layout, name: str) -> None:
     keys = list(table.keys)
     columns = _types(table, layout.narrow)
     if table.family == "gpu" and layout.gpu_per_node:
-        gpus = int(_sql(f"SELECT coalesce(max(gpu), 0) + 1 FROM {table.hot}")[0][0])
+        gpus = int(_sql(f"SELECT coalesce(max(gpu), 0) + 1 FROM {source(table)}")[0][0])
         per_gpu = [(f"{c}_{g}", t, f"max({x}) FILTER (WHERE gpu = {g})") for g in range(gpus) for c, t, x in columns]  # fmt: skip
         body = ", ".join(f"{c} {t}" for c, t, _ in per_gpu)
         pk = "node_id, ts" if layout.key_first == "device" else "ts, node_id"
         _sql(f"CREATE TABLE {name} (ts timestamptz NOT NULL, node_id integer NOT NULL, {body}, PRIMARY KEY ({pk}))")  # fmt: skip
         _sql(f"INSERT INTO {name} SELECT ts, node_id, {', '.join(x for *_, x in per_gpu)} "
-             f"FROM {table.hot} GROUP BY ts, node_id ORDER BY ts, node_id")  # fmt: skip
+             f"FROM {source(table)} GROUP BY ts, node_id ORDER BY ts, node_id")  # fmt: skip
         return
     device = ", ".join(table.group_key)
     pk = f"{device}, ts" if layout.key_first == "device" else f"ts, {device}"
@@ -149,7 +155,7 @@ def _create(table: HistoryTable, layout: Layout, name: str) -> None:
     body = ", ".join(f"{k} {t} NOT NULL" for k, t in keys) + ", " + ", ".join(f"{c} {t}" for c, t, _ in columns)  # fmt: skip
     _sql(f"CREATE TABLE {name} (ts timestamptz NOT NULL, {body}, PRIMARY KEY ({pk}){options})")
     _sql(f"INSERT INTO {name} SELECT ts, {', '.join(k for k, _ in keys)}, {', '.join(x for *_, x in columns)} "
-         f"FROM {table.hot} ORDER BY ts, {device}")  # fmt: skip
+         f"FROM {source(table)} ORDER BY ts, {device}")  # fmt: skip
 
 
 def alternatives() -> list[tuple[str, int, int]]:
@@ -170,4 +176,43 @@ def alternatives() -> list[tuple[str, int, int]]:
 
 def samples_by_family() -> tuple[int, int]:
     """(GPU samples, IB samples) of the hot rows."""
-    return _samples(GPU_HISTORY.hot, "gpu"), _samples(IB_HISTORY.hot, "ib")
+    return _samples(source(GPU_HISTORY), "gpu"), _samples(IB_HISTORY.hot, "ib")
+
+
+def step_breakdown() -> list[str]:
+    """Markdown rows: bytes per GPU step row (``ingest_gpustep``) and per sample, by part."""
+    rows, tuple_bytes, value_bytes = _sql(
+        "SELECT count(*), coalesce(sum(pg_column_size(s.*)), 0), coalesce(sum("
+        + " + ".join(f"coalesce(pg_column_size({c}), 0)" for c in gpu_steps.cells())
+        + f"), 0) FROM {gpu_steps.TABLE} s"
+    )[0]
+    rows = int(rows)
+    if not rows:
+        return [f"| {gpu_steps.TABLE}: no rows | | |"]
+    samples = _samples(f"({gpu_steps.unpivot_sql(gpu_steps.TABLE)})", "gpu")
+    heap = indexes = primary = 0
+    for part in _partitions(gpu_steps.TABLE):
+        heap += int(_sql(f"SELECT pg_table_size('{part}')")[0][0])
+        for size, is_primary in _sql(
+            f"SELECT pg_relation_size(indexrelid), indisprimary FROM pg_index WHERE indrelid = '{part}'::regclass"
+        ):
+            indexes += size
+            primary += size if is_primary else 0
+    parts = [
+        ("tuple header, NULL bitmap, keys (ts, node_id, slot, present, marks), alignment",
+         int(tuple_bytes) - int(value_bytes)),
+        ("line pointer", 4 * rows),
+        (f"values ({samples / rows:.1f} per row)", int(value_bytes)),
+        ("page slack", heap - int(tuple_bytes) - 4 * rows),
+        ("primary key (node_id, slot, ts)", primary),
+        ("BRIN on ts and the partial mark indexes", indexes - primary),
+    ]  # fmt: skip
+    lines = [
+        f"| {gpu_steps.TABLE}: {name} | {size / rows:.1f} | {size / samples:.2f} |"
+        for name, size in parts
+    ]
+    total = heap + indexes
+    lines.append(
+        f"| **{gpu_steps.TABLE} total** | **{total / rows:.1f}** | **{total / samples:.2f}** |"
+    )
+    return lines

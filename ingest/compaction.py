@@ -28,7 +28,7 @@ from django.db import OperationalError, connection, transaction
 
 from core import clock
 
-from . import history
+from . import gpu_steps, history
 from .history import HISTORIES, HistoryTable
 from .models import Compaction
 from .partitions import HISTORY_TABLES, ensure_partitions
@@ -175,16 +175,19 @@ def _compact_hour(
         )
         if state.compacted_until > hour:  # another run did it meanwhile
             return 0, 0
-        cursor.execute(history.count_sql(table, step), params)
+        steps = table.family == "gpu"  # GPU step rows (ingest.gpu_steps) join the hour
+        also = gpu_steps.hour_rows_sql(step) if steps else ""
+        cursor.execute(history.count_sql(table, step, also), params)
         rows, compactable = cursor.fetchone()
         moved = 0
         if compactable:
             ensure_partitions(hour, hour, _history_partitions(table))
             if hour < state.high_water:  # late rows for an hour already compacted: merge
-                cursor.execute(history.reopen_sql(table, step), params)
+                cursor.execute(history.reopen_sql(table, step, also), params)
             if hook:
                 hook("before_move", table, hour)
-            cursor.execute(history.move_sql(table, step), params)
+            parts = gpu_steps.move_parts(step) if steps else ("", "")
+            cursor.execute(history.move_sql(table, step, parts), params)
             moved = compactable
         if hook:
             hook("after_move", table, hour)
@@ -217,6 +220,8 @@ def _finish_day(table: HistoryTable, day: date, hook: Hook | None) -> bool:
                 return False
             cursor.execute("SET LOCAL lock_timeout = '5s'")
             cursor.execute(f'LOCK TABLE "{name}" IN ACCESS EXCLUSIVE MODE')
+            if table.family == "gpu":  # its step rows were all moved with the hours
+                _truncate_steps(cursor, day)
             if state.leftover:
                 cursor.execute(
                     f'CREATE TEMP TABLE compaction_keep ON COMMIT DROP AS SELECT * FROM "{name}"'
@@ -234,6 +239,23 @@ def _finish_day(table: HistoryTable, day: date, hook: Hook | None) -> bool:
         log.info("compaction: %s not truncated this run: %s", name, exc)
         return False
     return True
+
+
+def _truncate_steps(cursor, day: date) -> None:  # noqa: ANN001 - a Django cursor
+    """Empty the day's GPU step-row partition, keeping any row compaction left (none is
+    left while INGEST_STEP_SECONDS is the step the rows were written on)."""
+    name = f"{gpu_steps.TABLE}_p{day:%Y%m%d}"
+    cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
+    if not cursor.fetchone()[0]:
+        return
+    cursor.execute(f'LOCK TABLE "{name}" IN ACCESS EXCLUSIVE MODE')
+    cursor.execute(f'SELECT EXISTS (SELECT FROM "{name}")')
+    if not cursor.fetchone()[0]:
+        cursor.execute(f'TRUNCATE "{name}"')
+        return
+    cursor.execute(f'CREATE TEMP TABLE compaction_steps ON COMMIT DROP AS SELECT * FROM "{name}"')
+    cursor.execute(f'TRUNCATE "{name}"')
+    cursor.execute(f'INSERT INTO "{name}" SELECT * FROM compaction_steps')
 
 
 def late_threshold(now: datetime | None = None) -> datetime:

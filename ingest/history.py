@@ -242,7 +242,7 @@ def decoded_rows_sql(table: HistoryTable, source: str, where: str, mask: str = "
     )
 
 
-def function_sql(table: HistoryTable) -> str:
+def function_sql(table: HistoryTable, steps: str = "") -> str:
     """CREATE FUNCTION of the reader: hot rows UNION ALL decoded history, ``$1 <= ts <= $2``.
 
     Plain SQL, STABLE, one SELECT: the planner inlines it, so the caller's own conditions
@@ -253,7 +253,9 @@ def function_sql(table: HistoryTable) -> str:
     computes it), and the at most two hours per device that straddle a bound (``edge``: each
     decoded step tested). PARALLEL UNSAFE on purpose: a parallel plan counts the history
     branch before its arrays are unnested (120× too few rows) and picks nested loops over
-    it; run serially, its estimate is right.
+    it; run serially, its estimate is right. ``steps``: SQL of more hot rows (the hot
+    columns, bounded by ``$1``/``$2`` and honouring ``$3``/``$4`` as history does): GPU step
+    rows (``ingest.gpu_steps``, migration 0018).
     """
     hot_columns = ("ts", *table.key_columns, *table.columns)
     types = dict(table.keys) | {e.column: e.hot_type for e in table.encodings}
@@ -278,7 +280,8 @@ def function_sql(table: HistoryTable) -> str:
         "(timestamptz, timestamptz, integer DEFAULT 0, integer DEFAULT -1) "
         f"RETURNS TABLE ({returns}) LANGUAGE sql STABLE PARALLEL UNSAFE AS $fn$ "
         f"SELECT {', '.join(hot_columns)} FROM {table.hot} WHERE ts >= $1 AND ts <= $2 UNION ALL "
-        f"SELECT {selected} FROM ({history['whole']}) d UNION ALL "
+        + (f"SELECT {', '.join(hot_columns)} FROM ({steps}) st UNION ALL " if steps else "")
+        + f"SELECT {selected} FROM ({history['whole']}) d UNION ALL "
         f"SELECT {selected} FROM ({history['edge']}) d WHERE d.ts >= $1 AND d.ts <= $2 $fn$;"
     )
 
@@ -320,11 +323,12 @@ def compactable_sql(table: HistoryTable, step: int) -> str:
     return f"ts = date_bin('{step} seconds', ts, 'epoch') AND num_nonnulls({values}) > 0 AND {fits}"
 
 
-def move_sql(table: HistoryTable, step: int) -> str:
+def move_sql(table: HistoryTable, step: int, also: tuple[str, str] = ("", "")) -> str:
     """SQL moving the compactable hot rows of one hour (``%(hour)s``, ``%(next)s``) into history.
 
     One statement: the DELETE's rows are grouped into one history row per device; the
     values are rounded through their encoding first, so the marks judge what readers get.
+    ``also``: (more CTEs, a SELECT of the hot-layout rows they delete): GPU step rows.
     """
     keys = ", ".join(table.key_columns)
     hot_columns = ", ".join(table.columns)
@@ -340,9 +344,11 @@ def move_sql(table: HistoryTable, step: int) -> str:
     )
     return (
         f"WITH moved AS (DELETE FROM {table.hot} WHERE ts >= %(hour)s AND ts < %(next)s "
-        f"AND {compactable_sql(table, step)} RETURNING ts, {keys}, {hot_columns}), "
+        f"AND {compactable_sql(table, step)} RETURNING ts, {keys}, {hot_columns}){also[0]}, "
         f"rounded AS (SELECT (extract(epoch FROM ts - %(hour)s)::int / {step})::smallint AS slot, "
-        f"{keys}, {rounded} FROM moved) "
+        f"{keys}, {rounded} FROM (SELECT ts, {keys}, {hot_columns} FROM moved"
+        + (f" UNION ALL SELECT ts, {keys}, {hot_columns} FROM ({also[1]}) a" if also[1] else "")
+        + ") m) "
         f"INSERT INTO {table.history} (hour, {keys}, step, marks, slots, {hot_columns}) "
         f"SELECT %(hour)s, {keys}, {step}, ({marks})::smallint, "
         f"CASE WHEN count(*) = {HOUR_SECONDS // step} THEN NULL ELSE array_agg(slot ORDER BY slot) END, "
@@ -350,25 +356,32 @@ def move_sql(table: HistoryTable, step: int) -> str:
     )
 
 
-def count_sql(table: HistoryTable, step: int) -> str:
-    """SQL: (rows, compactable rows) of the hot table in one hour."""
-    return (
-        f"SELECT count(*), count(*) FILTER (WHERE {compactable_sql(table, step)}) "
+def count_sql(table: HistoryTable, step: int, also: str = "") -> str:
+    """SQL: (rows, compactable rows) of the hot table in one hour; ``also``: more hot-layout
+    rows of the hour (GPU step rows), every one compactable."""
+    hot = (
+        f"SELECT count(*) AS n, count(*) FILTER (WHERE {compactable_sql(table, step)}) AS c "
         f"FROM {table.hot} WHERE ts >= %(hour)s AND ts < %(next)s"
     )
+    if also:
+        hot += f" UNION ALL SELECT count(*), count(*) FROM ({also}) a"
+    return f"SELECT sum(n)::bigint, sum(c)::bigint FROM ({hot}) counts"
 
 
-def reopen_sql(table: HistoryTable, step: int) -> str:
+def reopen_sql(table: HistoryTable, step: int, also: str = "") -> str:
     """SQL putting back into the hot table the history rows of one hour that new hot rows of
     the same devices arrived for (late data), so the next ``move_sql`` merges them.
 
-    A step present in both keeps the hot row (the later write).
+    A step present in both keeps the hot row (the later write). ``also``: more hot-layout
+    rows of the hour (GPU step rows) whose devices are reopened too.
     """
     hot_columns = ", ".join(("ts", *table.key_columns, *table.columns))
     join = " AND ".join(f"h.{k} = k.{k}" for k in table.group_key)
+    device = ", ".join(table.group_key)
+    more = f" UNION SELECT {device} FROM ({also}) a" if also else ""
     return (
-        f"WITH k AS (SELECT DISTINCT {', '.join(table.group_key)} FROM {table.hot} "
-        f"WHERE ts >= %(hour)s AND ts < %(next)s AND {compactable_sql(table, step)}), "
+        f"WITH k AS (SELECT DISTINCT {device} FROM {table.hot} "
+        f"WHERE ts >= %(hour)s AND ts < %(next)s AND {compactable_sql(table, step)}{more}), "
         f"old AS (DELETE FROM {table.history} h USING k WHERE h.hour = %(hour)s AND {join} "
         f"RETURNING h.*) "
         f"INSERT INTO {table.hot} ({hot_columns}) SELECT {hot_columns} "

@@ -32,6 +32,7 @@ class PartitionedTable:
 
 RAW_TABLES = (
     PartitionedTable("ingest_gpusample", 1, "INGEST_RAW_RETENTION_DAYS"),
+    PartitionedTable("ingest_gpustep", 1, "INGEST_RAW_RETENTION_DAYS"),
     PartitionedTable("ingest_ibsample", 1, "INGEST_RAW_RETENTION_DAYS"),
     PartitionedTable("ingest_kueuesample", 1, "INGEST_RAW_RETENTION_DAYS"),
     PartitionedTable("ingest_ibnodestep", 1, "INGEST_RAW_RETENTION_DAYS"),

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import orjson
+from django.conf import settings
 from django.db import connection
 
-from . import compaction
-from .history import HISTORIES, present_in_history_sql
+from . import compaction, gpu_steps
+from .history import HISTORIES, gpu_rows, present_in_history_sql
 from .partitions import ensure_partitions
 
 
@@ -134,18 +135,34 @@ def insert_rows(table: CopyTable, rows: Sequence[Sequence[object]]) -> int:
         _stage(wrapper.cursor, table)
     copy_rows(table, rows, into=table.stage)
     late = _late(table, first)  # type: ignore[arg-type]
+    steps = table.name == GPU_TABLE.name
     with connection.cursor() as cursor:
         if late:  # steps already compacted are not written again
             compaction.lock_for_late_rows()
             cursor.execute(present_in_history_sql(HISTORY_OF[table.name], table.stage))
+        fits = _step_rows_fit() if steps else "false"
+        if steps:  # GPUs already stored, as step rows or per GPU, are not written again
+            for sql in gpu_steps.stored_sql(table.stage):
+                cursor.execute(sql)
         cursor.execute(
             f"INSERT INTO {table.name} ({columns}) SELECT {columns} FROM {table.stage} "
-            f"ORDER BY {', '.join(table.key)} ON CONFLICT DO NOTHING"
+            f"WHERE NOT {fits} ORDER BY {', '.join(table.key)} ON CONFLICT DO NOTHING"
         )
         inserted = cursor.rowcount
+        if steps and fits != "false":
+            cursor.execute(f"SELECT count(*) FROM {table.stage} WHERE {fits}")
+            inserted += cursor.fetchone()[0]
+            cursor.execute(gpu_steps.insert_sql(table.stage, fits))
     if late and inserted:
         compaction.rewind(table.name, first, last)  # type: ignore[arg-type]
     return inserted
+
+
+def _step_rows_fit() -> str:
+    """SQL predicate of the staged GPU rows written as step rows (the rest stay per GPU)."""
+    if not settings.INGEST_GPU_STEP_ROWS:
+        return "false"
+    return gpu_steps.fits_sql(settings.INGEST_STEP_SECONDS)
 
 
 def _late(table: CopyTable, first: datetime) -> bool:
@@ -244,11 +261,12 @@ def stored_gpu_values(
     if not names:
         return out
     select = ", ".join(f"s.{c}" for c in names)
+    rows = gpu_rows("%s", "%s", columns=names)  # per-GPU rows, step rows and history alike
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT n.name, s.gpu, {select} FROM ingest_gpusample s "  # noqa: S608 - fixed names
-            "JOIN ingest_node n ON n.id = s.node_id WHERE s.ts = %s",
-            [at],
+            f"SELECT n.name, s.gpu, {select} FROM {rows} s "  # noqa: S608 - fixed names
+            "JOIN ingest_node n ON n.id = s.node_id",
+            [at, at],
         )
         for node, gpu, *values in cursor.fetchall():
             for name, value in zip(names, values, strict=True):

@@ -25,6 +25,7 @@ from .operations import (
     ShardCursor,
 )
 from .timeseries import (
+    GpuHotSample,
     GpuRollup,
     GpuSample,
     GpuValues,
@@ -45,6 +46,7 @@ __all__ = [
     "IbPort",
     "XidEvent",
     "GpuValues",
+    "GpuHotSample",
     "GpuSample",
     "GpuRollup",
     "IbValues",

@@ -27,8 +27,8 @@ class GpuValues(models.Model):
         abstract = True
 
 
-class GpuSample(GpuValues):
-    """Per-GPU values at one step (partitioned by day; written with COPY)."""
+class GpuRow(GpuValues):
+    """A GPU's values at one step, as every reader sees them (per-GPU, split or decoded rows)."""
 
     pk = models.CompositePrimaryKey("node_id", "gpu", "ts")
     ts = models.DateTimeField()
@@ -54,11 +54,28 @@ class GpuSample(GpuValues):
     )
 
     class Meta:
-        managed = False
-        db_table = "ingest_gpusample"
+        abstract = True
 
     def __str__(self) -> str:
         return f"node {self.node_id} GPU {self.gpu} at {self.ts:%Y-%m-%d %H:%M:%S}"
+
+
+class GpuSample(GpuRow):
+    """Per-GPU hot values at one step (partitioned by day; written with COPY): the GPU
+    samples that are not kept as step rows (``ingest.gpu_steps``), and older databases' rows."""
+
+    class Meta:
+        managed = False
+        db_table = "ingest_gpusample"
+
+
+class GpuHotSample(GpuRow):
+    """Every hot GPU sample as a per-GPU row, read-only: per-GPU rows and split step rows
+    (the view ``ingest_gpuhot``, ``ingest.gpu_steps``); compacted history is not in it."""
+
+    class Meta:
+        managed = False
+        db_table = "ingest_gpuhot"
 
 
 class GpuRollup(GpuValues):

@@ -19,6 +19,8 @@ from django.db import connection
 
 from alerts.models import Alert
 from alerts.services import evaluate
+from ingest import gpu_steps
+from ingest.models import GpuHotSample
 from tests.alerts import seed
 
 
@@ -60,8 +62,10 @@ def ingest_history(prom: object) -> None:
 def empty_ingest_tables() -> None:
     """Remove everything ingest wrote (dimension and time-series tables)."""
     tables = [
-        m._meta.db_table for m in apps.get_app_config("ingest").get_models() if not m._meta.proxy
-    ]
+        m._meta.db_table
+        for m in apps.get_app_config("ingest").get_models()
+        if not m._meta.proxy and m is not GpuHotSample  # a view of ingest_gpusample and:
+    ] + [gpu_steps.TABLE]
     with connection.cursor() as cursor:
         cursor.execute(f"TRUNCATE {', '.join(tables)} CASCADE")
 

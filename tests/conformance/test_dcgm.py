@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.models import GpuSample, Node, XidEvent
+from ingest.models import GpuHotSample, Node, XidEvent
 from tests.conformance.scrapes import T0, Scrape, at, backfilled, ingest
 from tests.support.prometheus import PrometheusProcess
 from tests.support.timeseries import truncate_timeseries
@@ -43,11 +43,11 @@ def legacy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusProce
     yield from history(tmp_path_factory.mktemp("dcgm_legacy"), "legacy")
 
 
-def row(gpu: int, ts: float) -> GpuSample:
-    return GpuSample.objects.get(node__name=NODE, gpu=gpu, ts=at(ts))
+def row(gpu: int, ts: float) -> GpuHotSample:
+    return GpuHotSample.objects.get(node__name=NODE, gpu=gpu, ts=at(ts))
 
 
-def values(sample: GpuSample, *columns: str) -> tuple:
+def values(sample: GpuHotSample, *columns: str) -> tuple:
     return tuple(getattr(sample, column) for column in columns)
 
 
@@ -59,7 +59,7 @@ def test_current_default_counters_are_stored_exactly(current: PrometheusProcess)
     truncate_timeseries()
     ingest(current, ["gpu"], SINCE, UNTIL)
     assert list(Node.objects.values_list("name", "gpu_model")) == [(NODE, MODEL)]
-    assert GpuSample.objects.count() == 34
+    assert GpuHotSample.objects.count() == 34
     # SM_ACTIVE and the NVLink error counters are not in the default CSV: unknown, not 0.
     assert values(row(0, T0 + 150), *GAUGES) == (100.0, 0.45231, None, 0.301245, 612.345, 47.0)
     assert values(row(0, T0 + 150), *NVLINK) == (15234 * NVLINK_UNIT, None, None, None, None)
@@ -72,7 +72,7 @@ def test_nvlink_bandwidth_is_read_as_the_rate_it_is(current: PrometheusProcess) 
     truncate_timeseries()
     ingest(current, ["gpu"], SINCE, UNTIL)
     stored = list(
-        GpuSample.objects.filter(node__name=NODE, gpu=1).order_by("ts").values_list("nvlink_bw")
+        GpuHotSample.objects.filter(node__name=NODE, gpu=1).order_by("ts").values_list("nvlink_bw")
     )
     # 14871 MB/s while scrape a is served, 0 after the XID: never an increase of the "counter".
     assert [value for (value,) in stored] == [14871 * NVLINK_UNIT] * 7 + [0.0] * 10
@@ -93,7 +93,7 @@ def test_legacy_names_store_nvlink_crc_increases(legacy: PrometheusProcess) -> N
     assert values(row(0, T0 + 300), *NVLINK) == (15302 * NVLINK_UNIT, 37.0, 14.0, 7.0, 1.0)
     assert values(row(0, T0 + 270), *NVLINK) == (15234 * NVLINK_UNIT, 0.0, 0.0, 0.0, 0.0)
     assert values(row(1, T0 + 300), *NVLINK) == (14990 * NVLINK_UNIT, 0.0, 0.0, 0.0, 0.0)
-    flit = GpuSample.objects.filter(node__name=NODE, gpu=0).values_list("nvlink_crc_flit")
+    flit = GpuHotSample.objects.filter(node__name=NODE, gpu=0).values_list("nvlink_crc_flit")
     assert sorted(value for (value,) in flit) == [0.0] * 16 + [37.0]
     # The 1.x CSV has no SM_ACTIVE or DRAM line: unknown; util and tensor as written.
     assert values(row(0, T0 + 150), *GAUGES) == (100.0, 0.45231, None, None, 612.345, 47.0)

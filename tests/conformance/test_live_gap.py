@@ -41,7 +41,7 @@ def last_rows() -> dict[str, float]:
     """Per node, the newest stored GPU sample time."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT n.name, extract(epoch FROM max(s.ts)) FROM ingest_gpusample s "
+            "SELECT n.name, extract(epoch FROM max(s.ts)) FROM ingest_gpuhot s "
             "JOIN ingest_node n ON n.id = s.node_id GROUP BY n.name"
         )
         return {name: float(ts) for name, ts in cursor.fetchall()}

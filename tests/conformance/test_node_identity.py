@@ -26,7 +26,7 @@ import pytest
 from django.core.management import call_command
 from django.test import Client, override_settings
 
-from ingest.models import FamilyHealth, GpuSample, IbSample, IngestCursor, Node
+from ingest.models import FamilyHealth, GpuHotSample, IbSample, IngestCursor, Node
 from ingest.prometheus import PrometheusClient
 from ingest.services import ingest_all
 from tests.support.prometheus import PrometheusProcess, require_prometheus, write_config
@@ -165,7 +165,7 @@ def ingested(scraped: Scraped, settings) -> Scraped:  # noqa: ANN001
 
 def test_ingest_stores_every_sample_under_its_node(ingested: Scraped) -> None:
     assert set(Node.objects.values_list("name", flat=True)) == NODES
-    gpus = set(GpuSample.objects.values_list("node__name", "gpu", "util", "power"))
+    gpus = set(GpuHotSample.objects.values_list("node__name", "gpu", "util", "power"))
     assert gpus == {
         ("dgx-h100-01", 0, 97.0, 655.123),  # Hostname = its pod's name
         ("dgx-h100-01", 1, 12.0, 88.5),
@@ -174,7 +174,7 @@ def test_ingest_stores_every_sample_under_its_node(ingested: Scraped) -> None:
         ("dgx-h100-03", 0, 45.0, 400.5),  # Hostname = a container id: the pod IP names it
         ("dgx-h100-03", 1, 46.0, 401.5),
     }
-    assert GpuSample.objects.count() == 12  # 6 GPUs x 2 steps; the stray's GPU is not stored
+    assert GpuHotSample.objects.count() == 12  # 6 GPUs x 2 steps; the stray's GPU is not stored
     ports = set(IbSample.objects.values_list("port__node__name", "port__device", "port__port",
                                              "tx_bytes", "state"))  # fmt: skip
     assert ports == {

@@ -191,7 +191,7 @@ def gpu_steps(node: str) -> list[float]:
     """The steps with a stored GPU row of ``node``."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT DISTINCT extract(epoch FROM s.ts) FROM ingest_gpusample s "
+            "SELECT DISTINCT extract(epoch FROM s.ts) FROM ingest_gpuhot s "
             "JOIN ingest_node n ON n.id = s.node_id WHERE n.name = %s ORDER BY 1",
             [node],
         )

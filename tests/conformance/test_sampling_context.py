@@ -47,7 +47,7 @@ INTERVALS = {
     Dialect.DCGM: 15.0, Dialect.NODE_IB: 60.0, Dialect.TREYDOCK: 120.0,
     Dialect.KSM: 30.0, Dialect.KUEUE: 30.0, Dialect.CHECKPOINTS: 60.0,
 }  # fmt: skip
-GPU_ROWS = "SELECT n.name, s.* FROM ingest_gpusample s JOIN ingest_node n ON n.id = s.node_id"
+GPU_ROWS = "SELECT n.name, s.* FROM ingest_gpuhot s JOIN ingest_node n ON n.id = s.node_id"
 IB_ROWS = (
     "SELECT n.name, p.device, p.port, s.* FROM ingest_ibsample s "
     "JOIN ingest_ibport p ON p.id = s.port_id JOIN ingest_node n ON n.id = s.node_id"

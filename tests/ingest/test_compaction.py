@@ -185,7 +185,7 @@ def _alert_inputs() -> dict[str, object]:
 def hot_and_history_counts() -> tuple[int, int, int, int]:
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT (SELECT count(*) FROM ingest_gpusample), (SELECT count(*) FROM ingest_gpuhistory),"
+            "SELECT (SELECT count(*) FROM ingest_gpuhot), (SELECT count(*) FROM ingest_gpuhistory),"
             " (SELECT count(*) FROM ingest_ibsample), (SELECT count(*) FROM ingest_ibhistory)"
         )
         return cursor.fetchone()
@@ -212,9 +212,7 @@ def test_every_read_path_answers_the_same_over_a_day_spanning_hot_and_compacted(
 def test_partial_hours_keep_their_steps_and_tensor_stays_exact() -> None:
     seed(hours=4)
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT ts, node_id, gpu, tensor, util FROM ingest_gpusample ORDER BY 1, 2, 3"
-        )
+        cursor.execute("SELECT ts, node_id, gpu, tensor, util FROM ingest_gpuhot ORDER BY 1, 2, 3")
         before = cursor.fetchall()
     compaction.compact(now=DAY + timedelta(hours=12))
     with connection.cursor() as cursor:
@@ -288,7 +286,7 @@ def test_late_rows_are_stored_once_and_merged_by_the_next_run() -> None:
     report = compaction.compact(now=DAY + timedelta(hours=12))
     assert report.hours == 4  # from the rewound hour 2 to the hot window (06:00)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM ingest_gpusample")
+        cursor.execute("SELECT count(*) FROM ingest_gpuhot")
         assert cursor.fetchone() == (0,)
         cursor.execute(
             "SELECT hour, count(*) FROM ingest_gpuhistory WHERE slots IS NOT NULL GROUP BY 1"
@@ -329,7 +327,7 @@ class Crash(RuntimeError):
 def test_an_exception_between_steps_loses_nothing_and_the_next_run_finishes() -> None:
     seed(hours=3)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT * FROM ingest_gpusample ORDER BY 1, 2, 3")
+        cursor.execute("SELECT * FROM ingest_gpuhot ORDER BY 1, 2, 3")
         before = cursor.fetchall()
 
     def crash(step: str, table: object, hour: datetime) -> None:
@@ -373,7 +371,7 @@ def test_a_worker_killed_mid_hour_loses_nothing_and_the_next_run_finishes(tmp_pa
 
     seed(hours=2)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT * FROM ingest_gpusample ORDER BY 1, 2, 3")
+        cursor.execute("SELECT * FROM ingest_gpuhot ORDER BY 1, 2, 3")
         before = cursor.fetchall()
     marker, now = tmp_path / "moved", DAY + timedelta(hours=12)
     env = {**subprocess_env(), "DJANGO_SETTINGS_MODULE": "tests.settings"}

@@ -73,11 +73,12 @@ def test_gpu_values_are_stored_exactly(prom: SimulatedPrometheus, settings) -> N
     host = prom.instance(node, "dcgm") if legacy else prom.hostname(node)
     util = "dcgm_gpu_utilization" if legacy else "DCGM_FI_DEV_GPU_UTIL"
     power = "dcgm_power_usage" if legacy else "DCGM_FI_DEV_POWER_USAGE"
-    sample = Node.objects.get(name=node).gpusample_set.get(gpu=3, ts=at(ts))
+    sample = Node.objects.get(name=node).gpuhotsample_set.get(gpu=3, ts=at(ts))
     assert sample.util == raw(prom, f'{util}{{{label}="{host}",gpu="3"}}', ts)
-    assert sample.power == raw(prom, f'{power}{{{label}="{host}",gpu="3"}}', ts)
+    # Power is kept to the milliwatt, NVML's resolution (docs/scaling.md, precision table).
+    assert sample.power == round(raw(prom, f'{power}{{{label}="{host}",gpu="3"}}', ts), 3)
     assert (
-        Node.objects.get(name=node).gpusample_set.filter(gpu=3).count() == 59
+        Node.objects.get(name=node).gpuhotsample_set.filter(gpu=3).count() == 59
     )  # 30 min = 60 steps − the last
 
 
@@ -142,12 +143,12 @@ def test_the_same_window_twice_stores_the_same_rows(prom: SimulatedPrometheus) -
     ingest_history(prom, minutes=10)
     counts = (
         IbSample.objects.count(),
-        Node.objects.get(name=prom.cluster.nodes[0].name).gpusample_set.count(),
+        Node.objects.get(name=prom.cluster.nodes[0].name).gpuhotsample_set.count(),
     )
     ingest_history(prom, minutes=10)
     assert (
         IbSample.objects.count(),
-        Node.objects.get(name=prom.cluster.nodes[0].name).gpusample_set.count(),
+        Node.objects.get(name=prom.cluster.nodes[0].name).gpuhotsample_set.count(),
     ) == counts
 
 

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from ingest.models import GpuSample, IngestCursor, PrometheusOutage
+from ingest.models import GpuHotSample, IngestCursor, PrometheusOutage
 from ingest.prometheus import PrometheusClient
 from ingest.services import ingest_family
 from simulator import Dialect
@@ -43,7 +43,7 @@ def steps_per_gpu(start: float, end: float) -> set[int]:
     0, GPU 2), which reports nothing then: a gap that is really there.
     """
     counts: dict[tuple[str, int], int] = {}
-    rows = GpuSample.objects.filter(ts__gt=at(start), ts__lte=at(end))
+    rows = GpuHotSample.objects.filter(ts__gt=at(start), ts__lte=at(end))
     for node, gpu in rows.values_list("node__name", "gpu"):
         counts[(node, gpu)] = counts.get((node, gpu), 0) + 1
     gone = (sorted({node for node, _gpu in counts})[0], 2)
@@ -88,7 +88,7 @@ def test_a_worker_killed_mid_cycle_then_rerun_leaves_no_gap_and_no_duplicate(
     assert steps_per_gpu(start, end) == {59}
     # Less 10 steps of the gone GPU: XID 79 takes it off the bus for 10 min (20 steps), of which the backend's 5-minute lookback carries 10 (its exporter still
     # answers, so its node's sample times stay fresh; docs/scaling.md "Scrape intervals").
-    assert GpuSample.objects.count() == 4 * 8 * 59 - 10
+    assert GpuHotSample.objects.count() == 4 * 8 * 59 - 10
 
 
 def test_prometheus_outage_is_recorded_and_the_gap_filled(prom: SimulatedPrometheus) -> None:

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 import pytest
 
 from ingest.identity import NODE_NAME_MAX, Problem, checked, node_name
-from ingest.models import FamilyHealth, GpuSample, IbSample, IngestCursor, Node
+from ingest.models import FamilyHealth, GpuHotSample, IbSample, IngestCursor, Node
 from ingest.prometheus import PrometheusClient, Series
 from ingest.runs_normalize import RunsData, add_pod_info
 from ingest.services import ingest_family
@@ -75,7 +75,7 @@ def test_a_10_kb_node_label_skips_that_series_only_and_the_gpu_cursor_advances()
         )
     assert outcome.status == "ok", outcome.error
     assert set(Node.objects.values_list("name", flat=True)) == {"gpu-001", "gpu-003"}
-    rows = set(GpuSample.objects.values_list("node__name", "gpu", "ts", "util"))
+    rows = set(GpuHotSample.objects.values_list("node__name", "gpu", "ts", "util"))
     assert rows == {
         ("gpu-001", 0, at(T0 + 30), 50.0),
         ("gpu-001", 0, at(T0 + 60), 60.0),

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from ingest.models import FamilyHealth, GpuSample, IbSample, IngestCursor, XidEvent
+from ingest.models import FamilyHealth, GpuHotSample, IbSample, IngestCursor, XidEvent
 from ingest.prometheus import PrometheusClient
 from ingest.services import ingest_family
 from tests.ingest.promstub import StubPrometheus, recorded, serving
@@ -40,7 +40,7 @@ def gpu_stub() -> StubPrometheus:
 def gpu_rows() -> dict[tuple[int, int], tuple]:
     return {
         (gpu, int(ts.timestamp()) - T0): (util, tensor, flit)
-        for gpu, ts, util, tensor, flit in GpuSample.objects.order_by("gpu", "ts").values_list(
+        for gpu, ts, util, tensor, flit in GpuHotSample.objects.order_by("gpu", "ts").values_list(
             "gpu", "ts", "util", "tensor", "nvlink_crc_flit"
         )
     }

@@ -62,7 +62,7 @@ def seed() -> int:
 def hot_and_history() -> tuple[int, int]:
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT (SELECT count(*) FROM ingest_gpusample), (SELECT count(*) FROM ingest_gpuhistory)"
+            "SELECT (SELECT count(*) FROM ingest_gpuhot), (SELECT count(*) FROM ingest_gpuhistory)"
         )
         return cursor.fetchone()
 

@@ -55,7 +55,7 @@ def history_point(prom: SimulatedPrometheus, seconds_before_end: int) -> datetim
 
 GPU_ROWS = """
     SELECT n.name, s.gpu, s.ts, s.util, s.tensor, s.power, s.temp, s.nvlink_bw, s.nvlink_crc_flit
-    FROM ingest_gpusample s JOIN ingest_node n ON n.id = s.node_id ORDER BY 1, 2, 3
+    FROM ingest_gpuhot s JOIN ingest_node n ON n.id = s.node_id ORDER BY 1, 2, 3
 """
 IB_ROWS = """
     SELECT n.name, p.device, p.port, s.ts, s.tx_bytes, s.xmit_wait, s.symbol_errors, s.state,

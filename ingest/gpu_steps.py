@@ -1,0 +1,168 @@
+"""Hot GPU samples as step rows: one row per node, step and slot of 8 GPUs (``ingest_gpustep``).
+
+A per-GPU hot row (``ingest_gpusample``) costs ~147 B for the ~6 values dcgm-exporter
+sends per GPU and step: the tuple header, line pointer, keys and a primary-key entry are
+paid per GPU. A step row pays them once for eight GPUs (``slot`` k holds GPUs 8k … 8k+7)
+and keeps each value in compacted history's encoding (``ingest.history.GPU_ENCODINGS``:
+``smallint``, ``integer`` × scale, ``real``), so hot and compacted reads return the same
+values. ``present`` bit g says GPU 8·slot+g has a sample at the step; ``marks`` is
+history's bit set (``GPU_HISTORY.marks``, OR over the row's GPUs), with a partial index per bit.
+
+Ingest writes a GPU's sample here when it sits on the step grid and every value fits its
+encoding (``ingest.history.compactable_sql``); any other sample (off the grid, a value out of an encoding's
+range, no value at all) goes to ``ingest_gpusample`` as before, so nothing is rounded beyond
+the precision table in docs/scaling.md. Readers see both through ``ingest_gpu_rows``
+(``unpivot_sql``), and compaction moves both into history.
+"""
+
+from __future__ import annotations
+
+from .history import GPU_HISTORY, Encoding, compactable_sql
+
+TABLE = "ingest_gpustep"
+SLOT_GPUS = 8
+ENCODINGS = GPU_HISTORY.encodings
+#: 4-byte columns first, then 2-byte ones: no alignment padding between present values.
+_WIDE = tuple(e for e in ENCODINGS if e.element in {"integer", "real"})
+_NARROW = tuple(e for e in ENCODINGS if e.element == "smallint")
+assert len(_WIDE) + len(_NARROW) == len(ENCODINGS), "an encoding wider than 4 bytes"
+
+
+def cell(encoding: Encoding, gpu: int) -> str:
+    """The column of ``encoding``'s metric for GPU ``gpu`` of a slot."""
+    return f"{encoding.column}_{gpu}"
+
+
+def cells() -> list[str]:
+    """Every value column of a step row, in table order."""
+    return [c for c, _ in _cells(_WIDE) + _cells(_NARROW)]
+
+
+def _cells(encodings: tuple[Encoding, ...]) -> list[tuple[str, str]]:
+    return [(cell(e, g), e.element) for e in encodings for g in range(SLOT_GPUS)]
+
+
+def table_sql() -> str:
+    """CREATE TABLE of the step rows (partitioned by day on ``ts``) and their indexes."""
+    columns = ", ".join(f"{c} {t}" for c, t in _cells(_WIDE) + _cells(_NARROW))
+    marks = "".join(
+        f"CREATE INDEX {TABLE}_{name}_ts ON {TABLE} (ts) WHERE (marks & {bit}) = {bit};"
+        for name, (bit, _) in GPU_HISTORY.marks.items()
+    )
+    return (
+        f"CREATE TABLE {TABLE} (ts timestamptz NOT NULL, node_id integer NOT NULL, {columns}, "
+        "slot smallint NOT NULL, present smallint NOT NULL, marks smallint NOT NULL DEFAULT 0, "
+        f"PRIMARY KEY (node_id, slot, ts)) PARTITION BY RANGE (ts);"
+        f"CREATE INDEX {TABLE}_ts_brin ON {TABLE} USING brin (ts);{marks}"
+    )
+
+
+def unpivot_sql(source: str, where: str = "true", mask: str = "") -> str:
+    """SQL: the per-GPU rows (ts, node_id, gpu, values as readers get them) of step rows ``s``.
+
+    ``where`` filters step rows before they are split; ``mask`` (SQL, bit i: the i-th
+    encoding) leaves the other values NULL, as history's decoding does.
+    """
+    names = ", ".join(e.column for e in ENCODINGS)
+    per_gpu = ", ".join(
+        f"({g}, {', '.join('s.' + cell(e, g) for e in ENCODINGS)})" for g in range(SLOT_GPUS)
+    )
+    values = ", ".join(
+        f"CASE WHEN ({mask}) & {1 << i} <> 0 THEN {e.decode('g.' + e.column)} END AS {e.column}"
+        if mask
+        else f"{e.decode('g.' + e.column)} AS {e.column}"
+        for i, e in enumerate(ENCODINGS)
+    )
+    return (
+        f"SELECT s.ts, s.node_id, (s.slot * {SLOT_GPUS} + g.g)::smallint AS gpu, {values} "
+        f"FROM {source} s CROSS JOIN LATERAL (VALUES {per_gpu}) AS g(g, {names}) "
+        f"WHERE ({where}) AND s.present & (1 << g.g) <> 0"
+    )
+
+
+def fits_sql(step: int) -> str:
+    """SQL predicate over a per-GPU row: it can be kept as a step row without loss."""
+    if 3600 % step:  # not compactable either: every row stays per GPU
+        return "false"
+    return f"(gpu >= 0 AND {compactable_sql(GPU_HISTORY, step)})"
+
+
+def insert_sql(stage: str, fits: str) -> str:
+    """SQL writing the fitting per-GPU rows of ``stage`` as step rows.
+
+    A step row that exists gains the GPUs it lacks (``ingest.store`` has removed from the
+    stage every GPU already stored, so a GPU's cells are written once). Marks are judged on
+    the encoded values, as compaction judges them.
+    """
+    slot = f"gpu / {SLOT_GPUS}"
+    rounded = ", ".join(f"{e.decode(e.encode(e.column))} AS {e.column}" for e in ENCODINGS)
+    marks = " | ".join(
+        f"(CASE WHEN bool_or(coalesce({predicate}, false)) THEN {bit} ELSE 0 END)"
+        for bit, predicate in GPU_HISTORY.marks.values()
+    )
+    cells = _cells(_WIDE) + _cells(_NARROW)
+    picks = ", ".join(
+        f"max({e.encode('r.' + e.column)}) FILTER (WHERE r.gpu % {SLOT_GPUS} = {g})"
+        for e in _WIDE + _NARROW
+        for g in range(SLOT_GPUS)
+    )
+    merged = ", ".join(f"{c} = coalesce(t.{c}, EXCLUDED.{c})" for c, _ in cells)
+    return (
+        f"INSERT INTO {TABLE} AS t (ts, node_id, slot, present, marks, {', '.join(c for c, _ in cells)}) "
+        f"SELECT r.ts, r.node_id, ({slot})::smallint, bit_or(1 << (r.gpu % {SLOT_GPUS}))::smallint, "
+        f"({marks})::smallint, {picks} "
+        f"FROM (SELECT ts, node_id, gpu, {rounded} FROM {stage} WHERE {fits}) r "
+        f"GROUP BY r.ts, r.node_id, r.gpu / {SLOT_GPUS} ORDER BY r.node_id, 3, r.ts "
+        f"ON CONFLICT (node_id, slot, ts) DO UPDATE SET present = t.present | EXCLUDED.present, "
+        f"marks = t.marks | EXCLUDED.marks, {merged}"
+    )
+
+
+def stored_sql(stage: str) -> tuple[str, str]:
+    """SQL deleting from ``stage`` the GPUs' steps already stored: as step rows, then per GPU
+    (so a step is written once whichever table the earlier write chose)."""
+    return (
+        f"DELETE FROM {stage} s USING {TABLE} t WHERE s.gpu >= 0 AND t.node_id = s.node_id "
+        f"AND t.slot = s.gpu / {SLOT_GPUS} AND t.ts = s.ts "
+        f"AND t.present & (1 << (s.gpu % {SLOT_GPUS})) <> 0",
+        f"DELETE FROM {stage} s USING {GPU_HISTORY.hot} h "
+        "WHERE h.node_id = s.node_id AND h.gpu = s.gpu AND h.ts = s.ts",
+    )
+
+
+def reader_sql() -> str:
+    """The step rows' branch of ``ingest_gpu_rows`` (``history.function_sql``): ``$1 <= ts <= $2``,
+    only rows with the marks ``$3`` (their partial indexes serve it), values of the mask ``$4``."""
+    return unpivot_sql(TABLE, "s.ts >= $1 AND s.ts <= $2 AND ($3 = 0 OR (s.marks & $3) = $3)", "$4")
+
+
+def _on_grid(step: int, ts: str = "ts") -> str:
+    return (
+        f"{ts} >= %(hour)s AND {ts} < %(next)s AND {ts} = date_bin('{step} seconds', {ts}, 'epoch')"
+    )
+
+
+def hour_rows_sql(step: int) -> str:
+    """The per-GPU rows of the step rows of one hour (``%(hour)s``, ``%(next)s``) on the grid."""
+    return unpivot_sql(TABLE, _on_grid(step, "s.ts"))
+
+
+def move_parts(step: int) -> tuple[str, str]:
+    """``history.move_sql``'s ``also``: delete the hour's step rows, and their per-GPU rows."""
+    return (
+        f", moved_steps AS (DELETE FROM {TABLE} WHERE {_on_grid(step)} RETURNING *)",
+        unpivot_sql("moved_steps"),
+    )
+
+
+VIEW = "ingest_gpuhot"
+
+
+def view_sql() -> str:
+    """CREATE VIEW of every hot GPU sample as a per-GPU row: ``ingest_gpusample`` and the
+    step rows split (model ``GpuHotSample``; the planner pushes conditions into both)."""
+    columns = ", ".join(("ts", "node_id", "gpu", *(e.column for e in ENCODINGS)))
+    return (
+        f"CREATE VIEW {VIEW} AS SELECT {columns} FROM {GPU_HISTORY.hot} "
+        f"UNION ALL SELECT {columns} FROM ({unpivot_sql(TABLE)}) st;"
+    )
