@@ -73,6 +73,8 @@ def breakdown(table: HistoryTable) -> list[str]:
         f"SELECT count(*), sum(pg_column_size(s.*)), sum({width(keys)}), sum({width(values)}), "
         f"sum(num_nulls({', '.join(values)})) FROM {table.hot} s"
     )[0]
+    if not int(rows):  # GPU samples are step rows now: the per-GPU table may hold none
+        return [f"| {table.hot}: no rows | 0 | 0 |"]
     samples = _samples(table.hot, table.family)
     heap = indexes = primary = 0
     densities = []
@@ -189,7 +191,7 @@ def step_breakdown() -> list[str]:
     rows = int(rows)
     if not rows:
         return [f"| {gpu_steps.TABLE}: no rows | | |"]
-    samples = _samples(f"({gpu_steps.unpivot_sql(gpu_steps.TABLE)})", "gpu")
+    samples = _samples(f"({gpu_steps.unpivot_sql(gpu_steps.TABLE)}) st", "gpu")
     heap = indexes = primary = 0
     for part in _partitions(gpu_steps.TABLE):
         heap += int(_sql(f"SELECT pg_table_size('{part}')")[0][0])

@@ -132,9 +132,10 @@ INGEST_ROLLUP_RETENTION_DAYS = env.env_int("INGEST_ROLLUP_RETENTION_DAYS", 180, 
 # Raw GPU / IB samples older than this many hours are compacted into hourly history rows
 # (ingest.compaction; a few hours past the longest alert look-back, ~1 h, plus its catch-up, 1 h).
 INGEST_HOT_HOURS = env.env_int("INGEST_HOT_HOURS", 6, minimum=2)
-# Hot GPU samples as step rows, one per node and step for 8 GPUs (ingest.gpu_steps; ~1/3 of
-# the bytes of a row per GPU); off: every GPU sample is written as a per-GPU row.
-INGEST_GPU_STEP_ROWS = env.env_bool("INGEST_GPU_STEP_ROWS", True)
+# Hot GPU / IB samples in compacted history's encodings: GPU step rows, one per node and step
+# for 8 GPUs (ingest.gpu_steps), and encoded port rows (ingest.ib_encoded); off: every sample
+# is written as a float8 row per device (twice the bytes; docs/scaling.md "Hot rows").
+INGEST_ENCODED_HOT_ROWS = env.env_bool("INGEST_ENCODED_HOT_ROWS", True)
 # Seconds one compaction run may start new hours for (below the celery queue's soft time limit).
 INGEST_COMPACTION_BUDGET_SECONDS = env.env_int("INGEST_COMPACTION_BUDGET_SECONDS", 240, minimum=1)
 INGEST_COMPACTION_INTERVAL_SECONDS = env.env_int(

@@ -28,7 +28,7 @@ from django.db import OperationalError, connection, transaction
 
 from core import clock
 
-from . import gpu_steps, history
+from . import gpu_steps, history, ib_encoded
 from .history import HISTORIES, HistoryTable
 from .models import Compaction
 from .partitions import HISTORY_TABLES, ensure_partitions
@@ -37,6 +37,9 @@ log = logging.getLogger(__name__)
 #: Arbitrary, stable key of the advisory lock between compaction and late ingest writes.
 COMPACTION_LOCK_KEY = 0x1C57_0002
 HOUR = timedelta(hours=1)
+#: Each family's encoded hot table (``ingest.gpu_steps``, ``ingest.ib_encoded``): compacted
+#: together with the float8 hot rows, hour by hour.
+ENCODED = {"gpu": gpu_steps, "ib": ib_encoded}
 DAY = timedelta(days=1)
 #: An hour's transaction between its steps: a seam for the crash test (None in production).
 Hook = Callable[[str, HistoryTable, datetime], None]
@@ -175,8 +178,8 @@ def _compact_hour(
         )
         if state.compacted_until > hour:  # another run did it meanwhile
             return 0, 0
-        steps = table.family == "gpu"  # GPU step rows (ingest.gpu_steps) join the hour
-        also = gpu_steps.hour_rows_sql(step) if steps else ""
+        encoded = ENCODED[table.family]  # the encoded hot rows join the hour
+        also = encoded.hour_rows_sql(step)
         cursor.execute(history.count_sql(table, step, also), params)
         rows, compactable = cursor.fetchone()
         moved = 0
@@ -186,8 +189,7 @@ def _compact_hour(
                 cursor.execute(history.reopen_sql(table, step, also), params)
             if hook:
                 hook("before_move", table, hour)
-            parts = gpu_steps.move_parts(step) if steps else ("", "")
-            cursor.execute(history.move_sql(table, step, parts), params)
+            cursor.execute(history.move_sql(table, step, encoded.move_parts(step)), params)
             moved = compactable
         if hook:
             hook("after_move", table, hour)
@@ -220,8 +222,7 @@ def _finish_day(table: HistoryTable, day: date, hook: Hook | None) -> bool:
                 return False
             cursor.execute("SET LOCAL lock_timeout = '5s'")
             cursor.execute(f'LOCK TABLE "{name}" IN ACCESS EXCLUSIVE MODE')
-            if table.family == "gpu":  # its step rows were all moved with the hours
-                _truncate_steps(cursor, day)
+            _truncate_encoded(cursor, ENCODED[table.family].TABLE, day)
             if state.leftover:
                 cursor.execute(
                     f'CREATE TEMP TABLE compaction_keep ON COMMIT DROP AS SELECT * FROM "{name}"'
@@ -241,10 +242,10 @@ def _finish_day(table: HistoryTable, day: date, hook: Hook | None) -> bool:
     return True
 
 
-def _truncate_steps(cursor, day: date) -> None:  # noqa: ANN001 - a Django cursor
-    """Empty the day's GPU step-row partition, keeping any row compaction left (none is
-    left while INGEST_STEP_SECONDS is the step the rows were written on)."""
-    name = f"{gpu_steps.TABLE}_p{day:%Y%m%d}"
+def _truncate_encoded(cursor, parent: str, day: date) -> None:  # noqa: ANN001 - a Django cursor
+    """Empty the day's partition of an encoded hot table, keeping any row compaction left
+    (none is, while INGEST_STEP_SECONDS is the step the rows were written on)."""
+    name = f"{parent}_p{day:%Y%m%d}"
     cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
     if not cursor.fetchone()[0]:
         return
@@ -253,9 +254,9 @@ def _truncate_steps(cursor, day: date) -> None:  # noqa: ANN001 - a Django curso
     if not cursor.fetchone()[0]:
         cursor.execute(f'TRUNCATE "{name}"')
         return
-    cursor.execute(f'CREATE TEMP TABLE compaction_steps ON COMMIT DROP AS SELECT * FROM "{name}"')
+    cursor.execute(f'CREATE TEMP TABLE compaction_kept ON COMMIT DROP AS SELECT * FROM "{name}"')
     cursor.execute(f'TRUNCATE "{name}"')
-    cursor.execute(f'INSERT INTO "{name}" SELECT * FROM compaction_steps')
+    cursor.execute(f'INSERT INTO "{name}" SELECT * FROM compaction_kept')
 
 
 def late_threshold(now: datetime | None = None) -> datetime:

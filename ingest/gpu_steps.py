@@ -17,7 +17,7 @@ the precision table in docs/scaling.md. Readers see both through ``ingest_gpu_ro
 
 from __future__ import annotations
 
-from .history import GPU_HISTORY, Encoding, compactable_sql
+from .history import GPU_HISTORY, Encoding, compactable_sql, mark_indexes_sql, on_grid_sql
 
 TABLE = "ingest_gpustep"
 SLOT_GPUS = 8
@@ -45,15 +45,11 @@ def _cells(encodings: tuple[Encoding, ...]) -> list[tuple[str, str]]:
 def table_sql() -> str:
     """CREATE TABLE of the step rows (partitioned by day on ``ts``) and their indexes."""
     columns = ", ".join(f"{c} {t}" for c, t in _cells(_WIDE) + _cells(_NARROW))
-    marks = "".join(
-        f"CREATE INDEX {TABLE}_{name}_ts ON {TABLE} (ts) WHERE (marks & {bit}) = {bit};"
-        for name, (bit, _) in GPU_HISTORY.marks.items()
-    )
     return (
         f"CREATE TABLE {TABLE} (ts timestamptz NOT NULL, node_id integer NOT NULL, {columns}, "
         "slot smallint NOT NULL, present smallint NOT NULL, marks smallint NOT NULL DEFAULT 0, "
         f"PRIMARY KEY (node_id, slot, ts)) PARTITION BY RANGE (ts);"
-        f"CREATE INDEX {TABLE}_ts_brin ON {TABLE} USING brin (ts);{marks}"
+        + mark_indexes_sql(GPU_HISTORY, TABLE)
     )
 
 
@@ -136,21 +132,15 @@ def reader_sql() -> str:
     return unpivot_sql(TABLE, "s.ts >= $1 AND s.ts <= $2 AND ($3 = 0 OR (s.marks & $3) = $3)", "$4")
 
 
-def _on_grid(step: int, ts: str = "ts") -> str:
-    return (
-        f"{ts} >= %(hour)s AND {ts} < %(next)s AND {ts} = date_bin('{step} seconds', {ts}, 'epoch')"
-    )
-
-
 def hour_rows_sql(step: int) -> str:
     """The per-GPU rows of the step rows of one hour (``%(hour)s``, ``%(next)s``) on the grid."""
-    return unpivot_sql(TABLE, _on_grid(step, "s.ts"))
+    return unpivot_sql(TABLE, on_grid_sql(step, "s.ts"))
 
 
 def move_parts(step: int) -> tuple[str, str]:
     """``history.move_sql``'s ``also``: delete the hour's step rows, and their per-GPU rows."""
     return (
-        f", moved_steps AS (DELETE FROM {TABLE} WHERE {_on_grid(step)} RETURNING *)",
+        f", moved_steps AS (DELETE FROM {TABLE} WHERE {on_grid_sql(step)} RETURNING *)",
         unpivot_sql("moved_steps"),
     )
 

@@ -312,6 +312,22 @@ def table_sql(table: HistoryTable) -> str:
     )
 
 
+def on_grid_sql(step: int, ts: str = "ts") -> str:
+    """SQL predicate: ``ts`` lies in the hour ``%(hour)s`` … ``%(next)s`` on the step grid."""
+    return (
+        f"{ts} >= %(hour)s AND {ts} < %(next)s AND {ts} = date_bin('{step} seconds', {ts}, 'epoch')"
+    )
+
+
+def mark_indexes_sql(table: HistoryTable, name: str) -> str:
+    """CREATE INDEX on ``name`` (an encoded hot table with a ``marks`` column) per mark of
+    ``table``, and a BRIN on ts: the partial indexes the hot per-device rows have."""
+    return f"CREATE INDEX {name}_ts_brin ON {name} USING brin (ts);" + "".join(
+        f"CREATE INDEX {name}_{mark}_ts ON {name} (ts) WHERE (marks & {bit}) = {bit};"
+        for mark, (bit, _) in table.marks.items()
+    )
+
+
 def compactable_sql(table: HistoryTable, step: int) -> str:
     """SQL predicate over hot columns: the row sits on the step grid and every value fits."""
     fits = " AND ".join(

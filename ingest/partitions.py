@@ -34,6 +34,7 @@ RAW_TABLES = (
     PartitionedTable("ingest_gpusample", 1, "INGEST_RAW_RETENTION_DAYS"),
     PartitionedTable("ingest_gpustep", 1, "INGEST_RAW_RETENTION_DAYS"),
     PartitionedTable("ingest_ibsample", 1, "INGEST_RAW_RETENTION_DAYS"),
+    PartitionedTable("ingest_ibencoded", 1, "INGEST_RAW_RETENTION_DAYS"),
     PartitionedTable("ingest_kueuesample", 1, "INGEST_RAW_RETENTION_DAYS"),
     PartitionedTable("ingest_ibnodestep", 1, "INGEST_RAW_RETENTION_DAYS"),
 )

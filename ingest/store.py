@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from types import ModuleType
 
 import orjson
 from django.conf import settings
 from django.db import connection
 
-from . import compaction, gpu_steps
-from .history import HISTORIES, gpu_rows, present_in_history_sql
+from . import compaction, gpu_steps, ib_encoded
+from .history import HISTORIES, gpu_rows, ib_rows, present_in_history_sql
 from .partitions import ensure_partitions
 
 
@@ -80,6 +81,9 @@ KUEUE_TABLE = CopyTable(
 
 
 HISTORY_OF = {h.hot: h for h in HISTORIES.values()}
+#: The encoded hot table's module of each float8 hot table (same interface: stored_sql,
+#: fits_sql, insert_sql): GPU step rows and encoded IB rows.
+ENCODED: dict[str, ModuleType] = {GPU_TABLE.name: gpu_steps, IB_TABLE.name: ib_encoded}
 
 
 def json_rows(rows: Iterable[Sequence[object]]) -> str:
@@ -135,34 +139,34 @@ def insert_rows(table: CopyTable, rows: Sequence[Sequence[object]]) -> int:
         _stage(wrapper.cursor, table)
     copy_rows(table, rows, into=table.stage)
     late = _late(table, first)  # type: ignore[arg-type]
-    steps = table.name == GPU_TABLE.name
+    encoded = ENCODED.get(table.name)
     with connection.cursor() as cursor:
         if late:  # steps already compacted are not written again
             compaction.lock_for_late_rows()
             cursor.execute(present_in_history_sql(HISTORY_OF[table.name], table.stage))
-        fits = _step_rows_fit() if steps else "false"
-        if steps:  # GPUs already stored, as step rows or per GPU, are not written again
-            for sql in gpu_steps.stored_sql(table.stage):
+        fits = _encoded_fit(encoded)
+        if encoded:  # a device's step stored in either table is not written again
+            for sql in encoded.stored_sql(table.stage):
                 cursor.execute(sql)
         cursor.execute(
             f"INSERT INTO {table.name} ({columns}) SELECT {columns} FROM {table.stage} "
             f"WHERE NOT {fits} ORDER BY {', '.join(table.key)} ON CONFLICT DO NOTHING"
         )
         inserted = cursor.rowcount
-        if steps and fits != "false":
+        if encoded and fits != "false":
             cursor.execute(f"SELECT count(*) FROM {table.stage} WHERE {fits}")
             inserted += cursor.fetchone()[0]
-            cursor.execute(gpu_steps.insert_sql(table.stage, fits))
+            cursor.execute(encoded.insert_sql(table.stage, fits))
     if late and inserted:
         compaction.rewind(table.name, first, last)  # type: ignore[arg-type]
     return inserted
 
 
-def _step_rows_fit() -> str:
-    """SQL predicate of the staged GPU rows written as step rows (the rest stay per GPU)."""
-    if not settings.INGEST_GPU_STEP_ROWS:
+def _encoded_fit(encoded: ModuleType | None) -> str:
+    """SQL predicate of the staged rows written encoded (the rest stay float8 rows)."""
+    if encoded is None or not settings.INGEST_ENCODED_HOT_ROWS:
         return "false"
-    return gpu_steps.fits_sql(settings.INGEST_STEP_SECONDS)
+    return encoded.fits_sql(settings.INGEST_STEP_SECONDS)
 
 
 def _late(table: CopyTable, first: datetime) -> bool:
@@ -284,12 +288,12 @@ def stored_ib_values(
     if not names:
         return out
     select = ", ".join(f"s.{c}" for c in names)
+    rows = ib_rows("%s", "%s", columns=names)  # float8 rows, encoded rows and history alike
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT n.name, p.device, p.port, {select} FROM ingest_ibsample s "  # noqa: S608
-            "JOIN ingest_ibport p ON p.id = s.port_id JOIN ingest_node n ON n.id = s.node_id "
-            "WHERE s.ts = %s",
-            [at],
+            f"SELECT n.name, p.device, p.port, {select} FROM {rows} s "  # noqa: S608
+            "JOIN ingest_ibport p ON p.id = s.port_id JOIN ingest_node n ON n.id = s.node_id",
+            [at, at],
         )
         for node, device, port, *values in cursor.fetchall():
             for name, value in zip(names, values, strict=True):

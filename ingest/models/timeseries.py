@@ -117,8 +117,8 @@ class IbValues(models.Model):
         abstract = True
 
 
-class IbSample(IbValues):
-    """Per-IB-port values at one step (partitioned by day; written with COPY)."""
+class IbRow(IbValues):
+    """A port's values at one step, as every reader sees them (float8, encoded or decoded rows)."""
 
     pk = models.CompositePrimaryKey("port_id", "ts")
     ts = models.DateTimeField()
@@ -126,11 +126,28 @@ class IbSample(IbValues):
     node = models.ForeignKey(Node, on_delete=models.DO_NOTHING, db_constraint=False)
 
     class Meta:
-        managed = False
-        db_table = "ingest_ibsample"
+        abstract = True
 
     def __str__(self) -> str:
         return f"port {self.port_id} at {self.ts:%Y-%m-%d %H:%M:%S}"
+
+
+class IbSample(IbRow):
+    """Per-IB-port hot values at one step as float8 (partitioned by day; written with COPY):
+    the samples not kept encoded (``ingest.ib_encoded``), and older databases' rows."""
+
+    class Meta:
+        managed = False
+        db_table = "ingest_ibsample"
+
+
+class IbHotSample(IbRow):
+    """Every hot IB sample, read-only: float8 rows and decoded encoded rows (the view
+    ``ingest_ibhot``, ``ingest.ib_encoded``); compacted history is not in it."""
+
+    class Meta:
+        managed = False
+        db_table = "ingest_ibhot"
 
 
 class IbRollup(IbValues):

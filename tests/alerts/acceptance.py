@@ -19,8 +19,8 @@ from django.db import connection
 
 from alerts.models import Alert
 from alerts.services import evaluate
-from ingest import gpu_steps
-from ingest.models import GpuHotSample
+from ingest import gpu_steps, ib_encoded
+from ingest.models import GpuHotSample, IbHotSample
 from tests.alerts import seed
 
 
@@ -64,8 +64,8 @@ def empty_ingest_tables() -> None:
     tables = [
         m._meta.db_table
         for m in apps.get_app_config("ingest").get_models()
-        if not m._meta.proxy and m is not GpuHotSample  # a view of ingest_gpusample and:
-    ] + [gpu_steps.TABLE]
+        if not m._meta.proxy and m not in (GpuHotSample, IbHotSample)  # views of these and:
+    ] + [gpu_steps.TABLE, ib_encoded.TABLE]
     with connection.cursor() as cursor:
         cursor.execute(f"TRUNCATE {', '.join(tables)} CASCADE")
 

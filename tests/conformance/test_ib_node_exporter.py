@@ -15,7 +15,7 @@ import pytest
 
 from alerts.models import Alert
 from alerts.services import evaluate
-from ingest.models import IbPort, IbSample
+from ingest.models import IbHotSample, IbPort
 from tests.conformance.ib_history import (
     EPOCH,
     FIXTURES,
@@ -81,8 +81,8 @@ def ingested(prom: PrometheusProcess, settings, monkeypatch: pytest.MonkeyPatch)
     return ingest_fixture_history(prom, settings, monkeypatch, SCRAPES, ["ib"])
 
 
-def sample(node: str, device: str, port: int, k: int) -> IbSample:
-    return IbSample.objects.get(
+def sample(node: str, device: str, port: int, k: int) -> IbHotSample:
+    return IbHotSample.objects.get(
         port__node__name=node, port__device=device, port__port=port, ts=at(EPOCH + k * STEP)
     )
 

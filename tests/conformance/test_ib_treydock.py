@@ -18,7 +18,7 @@ from django.core.management import call_command
 from alerts.models import Alert
 from alerts.services import evaluate
 from ingest.coverage import collect
-from ingest.models import IbPort, IbSample, Node
+from ingest.models import IbHotSample, IbPort, Node
 from ingest.normalize import HcaName, split_hca
 from ingest.prometheus import PrometheusClient
 from ingest.selectors import latest_per_node
@@ -89,13 +89,13 @@ def switches_only(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Promethe
         yield p
 
 
-def sample(node: str, device: str, k: int) -> IbSample:
-    return IbSample.objects.get(
+def sample(node: str, device: str, k: int) -> IbHotSample:
+    return IbHotSample.objects.get(
         port__node__name=node, port__device=device, port__port=1, ts=at(EPOCH + k * STEP)
     )
 
 
-def row(s: IbSample) -> tuple:
+def row(s: IbHotSample) -> tuple:
     return (
         s.tx_bytes, s.rx_bytes, s.tx_packets, s.xmit_wait, s.symbol_errors, s.link_downed,
         s.local_link_integrity, s.rate, s.state, s.phys_state, s.saturated,
@@ -244,4 +244,4 @@ def test_sharded_ingest_merges_the_same_and_drops_no_treydock_node(
     assert row(sample("worker20", "mlx5_3", 3)) == (
         2.0e9, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 2.5e10, 4, 5, 0
     )  # fmt: skip
-    assert IbSample.objects.count() == 3 * (SCRAPES - 1)  # each port's steps exactly once
+    assert IbHotSample.objects.count() == 3 * (SCRAPES - 1)  # each port's steps exactly once

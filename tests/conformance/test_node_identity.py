@@ -26,7 +26,7 @@ import pytest
 from django.core.management import call_command
 from django.test import Client, override_settings
 
-from ingest.models import FamilyHealth, GpuHotSample, IbSample, IngestCursor, Node
+from ingest.models import FamilyHealth, GpuHotSample, IbHotSample, IngestCursor, Node
 from ingest.prometheus import PrometheusClient
 from ingest.services import ingest_all
 from tests.support.prometheus import PrometheusProcess, require_prometheus, write_config
@@ -175,14 +175,14 @@ def test_ingest_stores_every_sample_under_its_node(ingested: Scraped) -> None:
         ("dgx-h100-03", 1, 46.0, 401.5),
     }
     assert GpuHotSample.objects.count() == 12  # 6 GPUs x 2 steps; the stray's GPU is not stored
-    ports = set(IbSample.objects.values_list("port__node__name", "port__device", "port__port",
+    ports = set(IbHotSample.objects.values_list("port__node__name", "port__device", "port__port",
                                              "tx_bytes", "state"))  # fmt: skip
     assert ports == {
         ("dgx-h100-01", "mlx5_0", 1, 0.0, 4),  # instance = InternalIP:9100
         ("dgx-h100-02", "mlx5_0", 1, 0.0, 4),  # no InternalIP: the node-exporter pod's host_ip
         ("dgx-h100-03", "mlx5_0", 1, 0.0, 4),  # relabelled to the node name
     }
-    assert IbSample.objects.count() == 6
+    assert IbHotSample.objects.count() == 6
 
 
 def test_unresolved_series_are_counted_per_exporter_with_the_reason(ingested: Scraped) -> None:

@@ -178,7 +178,7 @@ def stored_rate(node: str, device: str, ts: float) -> float | None:
     """The stored transmit rate (bytes/s) of ``node``'s ``device`` port 1 at ``ts``."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT s.tx_bytes FROM ingest_ibsample s JOIN ingest_ibport p ON p.id = s.port_id "
+            "SELECT s.tx_bytes FROM ingest_ibhot s JOIN ingest_ibport p ON p.id = s.port_id "
             "JOIN ingest_node n ON n.id = p.node_id "
             "WHERE n.name = %s AND p.device = %s AND p.port = 1 AND s.ts = %s",
             [node, device, datetime.fromtimestamp(ts, UTC)],

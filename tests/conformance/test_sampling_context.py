@@ -49,7 +49,7 @@ INTERVALS = {
 }  # fmt: skip
 GPU_ROWS = "SELECT n.name, s.* FROM ingest_gpuhot s JOIN ingest_node n ON n.id = s.node_id"
 IB_ROWS = (
-    "SELECT n.name, p.device, p.port, s.* FROM ingest_ibsample s "
+    "SELECT n.name, p.device, p.port, s.* FROM ingest_ibhot s "
     "JOIN ingest_ibport p ON p.id = s.port_id JOIN ingest_node n ON n.id = s.node_id"
 )
 

@@ -73,7 +73,7 @@ def stored_wait() -> dict[str, float]:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(*), count(*) FILTER (WHERE xmit_wait >= 1e5),"
-            " max(xmit_wait * 8 / rate), count(DISTINCT ts) FROM ingest_ibsample WHERE rate = 50e9"
+            " max(xmit_wait * 8 / rate), count(DISTINCT ts) FROM ingest_ibhot WHERE rate = 50e9"
         )
         rows, old_rule, share, steps = cursor.fetchone()
     return {"rows": rows, "old_rule": old_rule, "max_share": share, "steps": steps}

@@ -79,7 +79,7 @@ def stored() -> dict[tuple[str, str, int, float], tuple]:
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT n.name, p.device, p.port, extract(epoch FROM s.ts), {', '.join(COLUMNS)} "  # noqa: S608
-            "FROM ingest_ibsample s JOIN ingest_ibport p ON p.id = s.port_id "
+            "FROM ingest_ibhot s JOIN ingest_ibport p ON p.id = s.port_id "
             "JOIN ingest_node n ON n.id = s.node_id"
         )
         return {(n, d, p, float(ts)): tuple(values) for n, d, p, ts, *values in cursor.fetchall()}

@@ -186,7 +186,7 @@ def hot_and_history_counts() -> tuple[int, int, int, int]:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT (SELECT count(*) FROM ingest_gpuhot), (SELECT count(*) FROM ingest_gpuhistory),"
-            " (SELECT count(*) FROM ingest_ibsample), (SELECT count(*) FROM ingest_ibhistory)"
+            " (SELECT count(*) FROM ingest_ibhot), (SELECT count(*) FROM ingest_ibhistory)"
         )
         return cursor.fetchone()
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from ingest.models import IbPort, IbSample, Node, XidEvent
+from ingest.models import IbHotSample, IbPort, Node, XidEvent
 from ingest.prometheus import PrometheusClient
 from ingest.services import ingest_all
 from simulator import Dialect
@@ -96,7 +96,7 @@ def test_ib_values_are_stored_exactly(prom: SimulatedPrometheus) -> None:
     ts = prom.end - 10 * 60
     treydock = "treydock" in prom.variant  # type: ignore[attr-defined]
     port = IbPort.objects.get(node__name=node, device="mlx5_3", port=1)
-    sample = IbSample.objects.get(port=port, ts=at(ts))
+    sample = IbHotSample.objects.get(port=port, ts=at(ts))
     if treydock:
         selector = f'infiniband_hca_port_transmit_data_bytes_total{{guid="{port.guid}",port="1"}}'
     else:
@@ -114,7 +114,7 @@ def test_ib_values_are_stored_exactly(prom: SimulatedPrometheus) -> None:
 def test_saturated_counter_is_flagged_and_null(prom: SimulatedPrometheus) -> None:
     ingest_history(prom)
     port = IbPort.objects.get(node__name=prom.cluster.nodes[1].name, device="mlx5_1")
-    pegged = IbSample.objects.filter(port=port, saturated__gt=0)
+    pegged = IbHotSample.objects.filter(port=port, saturated__gt=0)
     assert pegged.exists()
     assert set(pegged.values_list("xmit_wait", "saturated")) == {(None, 16)}
 
@@ -142,12 +142,12 @@ def test_topology_names_each_ports_leaf(prom: SimulatedPrometheus) -> None:
 def test_the_same_window_twice_stores_the_same_rows(prom: SimulatedPrometheus) -> None:
     ingest_history(prom, minutes=10)
     counts = (
-        IbSample.objects.count(),
+        IbHotSample.objects.count(),
         Node.objects.get(name=prom.cluster.nodes[0].name).gpuhotsample_set.count(),
     )
     ingest_history(prom, minutes=10)
     assert (
-        IbSample.objects.count(),
+        IbHotSample.objects.count(),
         Node.objects.get(name=prom.cluster.nodes[0].name).gpuhotsample_set.count(),
     ) == counts
 

@@ -116,7 +116,7 @@ def test_a_rerun_writes_nothing_and_a_late_gpu_joins_its_step_row(node: int) -> 
 
 
 def test_a_step_stored_per_gpu_is_not_written_again_as_a_step_row(node: int) -> None:
-    with override_settings(INGEST_GPU_STEP_ROWS=False):
+    with override_settings(INGEST_ENCODED_HOT_ROWS=False):
         assert write([gpu(T0, node, 0)]) == 1
     assert write([gpu(T0, node, 0, util=1.0), gpu(T0, node, 1)]) == 1
     assert tables() == ([(node, 0, T0, 0b10, 0)], [(node, 0, T0)])

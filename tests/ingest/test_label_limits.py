@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 import pytest
 
 from ingest.identity import NODE_NAME_MAX, Problem, checked, node_name
-from ingest.models import FamilyHealth, GpuHotSample, IbSample, IngestCursor, Node
+from ingest.models import FamilyHealth, GpuHotSample, IbHotSample, IngestCursor, Node
 from ingest.prometheus import PrometheusClient, Series
 from ingest.runs_normalize import RunsData, add_pod_info
 from ingest.services import ingest_family
@@ -108,7 +108,9 @@ def test_a_10_kb_node_or_a_long_device_skips_that_port_only_and_the_ib_cursor_ad
         )
     assert outcome.status == "ok", outcome.error
     assert set(Node.objects.values_list("name", flat=True)) == {"gpu-001", "gpu-003"}
-    rows = set(IbSample.objects.values_list("port__node__name", "port__device", "ts", "tx_bytes"))
+    rows = set(
+        IbHotSample.objects.values_list("port__node__name", "port__device", "ts", "tx_bytes")
+    )
     assert rows == {
         ("gpu-001", "mlx5_0", at(T0 + 30), 100.0),
         ("gpu-001", "mlx5_0", at(T0 + 60), 100.0),

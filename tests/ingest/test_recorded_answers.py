@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from ingest.models import FamilyHealth, GpuHotSample, IbSample, IngestCursor, XidEvent
+from ingest.models import FamilyHealth, GpuHotSample, IbHotSample, IngestCursor, XidEvent
 from ingest.prometheus import PrometheusClient
 from ingest.services import ingest_family
 from tests.ingest.promstub import StubPrometheus, recorded, serving
@@ -99,7 +99,7 @@ def test_ib_saturated_counter_is_flagged_not_zero() -> None:
         )
 
     rows = list(
-        IbSample.objects.order_by("port__device", "ts").values_list(
+        IbHotSample.objects.order_by("port__device", "ts").values_list(
             "port__node__name", "port__device", "tx_bytes", "saturated"
         )
     )

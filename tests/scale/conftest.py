@@ -60,7 +60,7 @@ GPU_ROWS = """
 IB_ROWS = """
     SELECT n.name, p.device, p.port, s.ts, s.tx_bytes, s.xmit_wait, s.symbol_errors, s.state,
            s.saturated
-    FROM ingest_ibsample s JOIN ingest_ibport p ON p.id = s.port_id
+    FROM ingest_ibhot s JOIN ingest_ibport p ON p.id = s.port_id
     JOIN ingest_node n ON n.id = s.node_id ORDER BY 1, 2, 3, 4
 """
 XID_ROWS = """

@@ -8,7 +8,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 TIMESERIES_TABLES = (
     "ingest_gpusample", "ingest_ibsample", "ingest_kueuesample", "ingest_gpurollup", "ingest_ibrollup",
     "ingest_noderollup", "ingest_heatmaptile", "ingest_ibnodestep", "ingest_gpuhistory", "ingest_ibhistory",
-    "ingest_nodetile", "ingest_gpustep",
+    "ingest_nodetile", "ingest_gpustep", "ingest_ibencoded",
 )  # fmt: skip
 
 
