@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from django.db import connection
 
-from ingest import gpu_steps
+from ingest import gpu_steps, ib_encoded
 from ingest.history import GPU_HISTORY, IB_HISTORY, HistoryTable
 from ingest.store import GPU_HEALTH_COLUMNS, GPU_VALUE_COLUMNS, IB_VALUE_COLUMNS
 
@@ -39,7 +39,7 @@ def _samples(table: str, family: str) -> int:
 
 def source(table: HistoryTable) -> str:
     """Every hot row of ``table`` in the per-device layout (GPU: per-GPU rows and split step rows)."""
-    return gpu_steps.VIEW if table.family == "gpu" else table.hot
+    return gpu_steps.VIEW if table.family == "gpu" else ib_encoded.VIEW
 
 
 def _partitions(parent: str) -> list[str]:
@@ -178,22 +178,32 @@ def alternatives() -> list[tuple[str, int, int]]:
 
 def samples_by_family() -> tuple[int, int]:
     """(GPU samples, IB samples) of the hot rows."""
-    return _samples(source(GPU_HISTORY), "gpu"), _samples(IB_HISTORY.hot, "ib")
+    return _samples(source(GPU_HISTORY), "gpu"), _samples(source(IB_HISTORY), "ib")
 
 
-def step_breakdown() -> list[str]:
-    """Markdown rows: bytes per GPU step row (``ingest_gpustep``) and per sample, by part."""
+def encoded_breakdown(family: str) -> list[str]:
+    """Markdown rows: bytes per row of a family's encoded hot table and per sample, by part."""
+    if family == "gpu":
+        table, cells, keys = gpu_steps.TABLE, gpu_steps.cells(), "ts, node_id, slot, present, marks"
+        rows_sql, primary_key = gpu_steps.unpivot_sql(gpu_steps.TABLE), "node_id, slot, ts"
+    else:
+        table, cells, keys = (
+            ib_encoded.TABLE,
+            [e.column for e in ib_encoded.ENCODINGS],
+            "ts, port_id, node_id, marks",
+        )
+        rows_sql, primary_key = ib_encoded.decoded_sql(ib_encoded.TABLE), "port_id, ts"
     rows, tuple_bytes, value_bytes = _sql(
         "SELECT count(*), coalesce(sum(pg_column_size(s.*)), 0), coalesce(sum("
-        + " + ".join(f"coalesce(pg_column_size({c}), 0)" for c in gpu_steps.cells())
-        + f"), 0) FROM {gpu_steps.TABLE} s"
+        + " + ".join(f"coalesce(pg_column_size({c}), 0)" for c in cells)
+        + f"), 0) FROM {table} s"
     )[0]
     rows = int(rows)
     if not rows:
-        return [f"| {gpu_steps.TABLE}: no rows | | |"]
-    samples = _samples(f"({gpu_steps.unpivot_sql(gpu_steps.TABLE)}) st", "gpu")
+        return [f"| {table}: no rows | 0 | 0 |"]
+    samples = _samples(f"({rows_sql}) st", family)
     heap = indexes = primary = 0
-    for part in _partitions(gpu_steps.TABLE):
+    for part in _partitions(table):
         heap += int(_sql(f"SELECT pg_table_size('{part}')")[0][0])
         for size, is_primary in _sql(
             f"SELECT pg_relation_size(indexrelid), indisprimary FROM pg_index WHERE indrelid = '{part}'::regclass"
@@ -201,20 +211,16 @@ def step_breakdown() -> list[str]:
             indexes += size
             primary += size if is_primary else 0
     parts = [
-        ("tuple header, NULL bitmap, keys (ts, node_id, slot, present, marks), alignment",
-         int(tuple_bytes) - int(value_bytes)),
+        (f"tuple header, NULL bitmap, keys ({keys}), alignment", int(tuple_bytes) - int(value_bytes)),
         ("line pointer", 4 * rows),
         (f"values ({samples / rows:.1f} per row)", int(value_bytes)),
         ("page slack", heap - int(tuple_bytes) - 4 * rows),
-        ("primary key (node_id, slot, ts)", primary),
+        (f"primary key ({primary_key})", primary),
         ("BRIN on ts and the partial mark indexes", indexes - primary),
     ]  # fmt: skip
     lines = [
-        f"| {gpu_steps.TABLE}: {name} | {size / rows:.1f} | {size / samples:.2f} |"
-        for name, size in parts
+        f"| {table}: {name} | {size / rows:.1f} | {size / samples:.2f} |" for name, size in parts
     ]
     total = heap + indexes
-    lines.append(
-        f"| **{gpu_steps.TABLE} total** | **{total / rows:.1f}** | **{total / samples:.2f}** |"
-    )
+    lines.append(f"| **{table} total** | **{total / rows:.1f}** | **{total / samples:.2f}** |")
     return lines

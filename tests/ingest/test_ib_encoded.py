@@ -85,7 +85,7 @@ def test_samples_an_encoding_cannot_hold_stay_float8_rows(ports: tuple[int, int,
     off_grid = T0 + timedelta(seconds=7)
     rows = [
         port_row(T0, port, node, symbol_errors=0.5),  # an increase is a whole count
-        port_row(T0, other, node, rcv_errors=3e9),  # over an integer's range
+        port_row(T0, other, node, rcv_errors=40000.0),  # over a smallint's range (32,767)
         port_row(off_grid, port, node),  # off the step grid
         port_row(T0 + timedelta(seconds=STEP), port, node),  # fits
     ]
