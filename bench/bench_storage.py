@@ -451,13 +451,32 @@ def synthetic(
         )
 
 
-def interleaved(nodes: int, hours: int, runs: int) -> None:
-    """Part 4: the same rows in both layouts in one database, each read run on both in turn.
+def encode_hot(before: datetime) -> int:
+    """Rewrite the float8 hot rows before ``before`` as encoded hot rows (GPU step rows,
+    encoded IB rows), as ingest writes them; returns the rows rewritten."""
+    from ingest import gpu_steps, ib_encoded
+    from ingest.store import GPU_SAMPLE_TABLE, IB_TABLE
 
-    ``hours`` of ``nodes`` are written from DAY0 and copied one day later; the first copy
-    is compacted, the second stays hot. Each read runs ``runs`` times on each copy,
-    alternating, and prints the median wall time and the median CPU (this process plus its
-    Postgres backend): a run that shares the machine slows both layouts alike.
+    moved = 0
+    for table, module in ((GPU_SAMPLE_TABLE, gpu_steps), (IB_TABLE, ib_encoded)):
+        fits = module.fits_sql(30)
+        _sql("DROP TABLE IF EXISTS bench_encode")
+        _sql(f"CREATE TEMP TABLE bench_encode AS SELECT * FROM {table.name} WHERE ts < %s AND {fits}", [before])  # fmt: skip
+        _sql(module.insert_sql("bench_encode", "true"))
+        moved += int(_sql("SELECT count(*) FROM bench_encode")[0][0])
+        _sql(f"DELETE FROM {table.name} WHERE ts < %s AND {fits}", [before])
+    return moved
+
+
+def interleaved(nodes: int, hours: int, runs: int, first: str = "history") -> None:
+    """Part 4: the same rows in two layouts in one database, each read run on both in turn.
+
+    ``hours`` of ``nodes`` are written from DAY0 as float8 hot rows and copied one day later;
+    the first copy is compacted (``first`` "history") or rewritten as encoded hot rows
+    ("encoded": GPU step rows and encoded IB rows, what ingest writes now), the second stays
+    float8 rows. Each read runs ``runs`` times on each copy, alternating, and prints the
+    median wall time and the median CPU (this process plus its Postgres backend): a run
+    that shares the machine slows both layouts alike.
     """
     from alerts.backtest import backtest
     from ingest import compaction, rollups, run_series, selectors
@@ -473,7 +492,11 @@ def interleaved(nodes: int, hours: int, runs: int) -> None:
              f"SELECT ts + interval '1 day', {rest} FROM {table.name} WHERE ts < %s", [later])  # fmt: skip
     rollups.refresh("gpu", later, later + timedelta(hours=hours, seconds=-1))
     rollups.refresh("ib", later, later + timedelta(hours=hours, seconds=-1))
-    report = compaction.compact(now=later + timedelta(hours=hours), budget_seconds=1e9)
+    if first == "history":
+        report = compaction.compact(now=later + timedelta(hours=hours), budget_seconds=1e9)
+        done = f"the first copy compacted: {report.hours} hours, {report.rows:,} rows"
+    else:
+        done = f"the first copy rewritten as encoded hot rows: {encode_hot(later):,} rows"
     _sql("VACUUM ANALYZE")
     node = f"gpu-{nodes // 2:04d}"
     run_nodes = [i for (i,) in _sql("SELECT id FROM ingest_node ORDER BY id LIMIT 64")]
@@ -516,16 +539,13 @@ def interleaved(nodes: int, hours: int, runs: int) -> None:
             times[name]["hot"].append(measured(hot[name]))
             times[name]["history"].append(measured(history[name]))
     say()
-    say(
-        f"## Part 4: {nodes} nodes × {hours} h in both layouts, reads alternated ({runs} runs each)"
-    )
+    say(f"## Part {4 if first == 'history' else 5}: {nodes} nodes × {hours} h, float8 hot rows "
+        f"against {first}, reads alternated ({runs} runs each)")  # fmt: skip
+    say()
+    say(f"{done}; the second copy stays float8 hot rows")
     say()
     say(
-        f"the first copy compacted: {report.hours} hours, {report.rows:,} rows; the second stays hot"
-    )
-    say()
-    say(
-        "| read | hot wall | history wall | wall new / old | hot CPU | history CPU | CPU new / old |"
+        f"| read | hot wall | {first} wall | wall new / old | hot CPU | {first} CPU | CPU new / old |"
     )
     say("|---|---|---|---|---|---|---|")
     for name, pair in times.items():
@@ -555,6 +575,10 @@ def main() -> None:
     parser.add_argument(
         "--interleaved-nodes", type=int, default=512,
         help="part 4: nodes × --interleaved-hours in both layouts, reads alternated (0: skip)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--encoded-nodes", type=int, default=512,
+        help="part 5: as part 4, float8 hot rows against encoded hot rows (0: skip)",
     )  # fmt: skip
     parser.add_argument("--interleaved-hours", type=int, default=6)
     parser.add_argument("--interleaved-runs", type=int, default=5)
@@ -595,6 +619,12 @@ def main() -> None:
             _empty()
         if args.interleaved_nodes:
             interleaved(args.interleaved_nodes, args.interleaved_hours, args.interleaved_runs)
+            write_section(args.section, "\n".join(LINES))
+            _empty()
+        if args.encoded_nodes:
+            interleaved(
+                args.encoded_nodes, args.interleaved_hours, args.interleaved_runs, "encoded"
+            )
     finally:
         from django.db import connections
 

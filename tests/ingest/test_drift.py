@@ -10,6 +10,7 @@ from django.db import connection
 from alerts.rules import settings_for
 from ingest.drift import HUNG_GPU, IDLE_TENSOR_BUCKET
 from ingest.heatmap_metrics import NODE_COUNTS
+from ingest.history import GPU_HISTORY
 
 pytestmark = pytest.mark.django_db
 
@@ -34,6 +35,14 @@ def test_the_partial_drift_index_has_the_hung_gpu_predicate() -> None:
         HUNG_GPU.util_min_percent,
         HUNG_GPU.tensor_max_ratio,
     )
+
+
+def test_the_drift_mark_of_step_rows_and_history_has_the_hung_gpu_predicate() -> None:
+    # GPU step rows and compacted history mark their drifting steps with this predicate; the
+    # rule's prefilter reads only marked rows (ingest.gpu_steps, ingest.history).
+    bit, predicate = GPU_HISTORY.marks["drift"]
+    assert (bit, predicate) == (1, "util >= 90 AND tensor <= 0.05")
+    assert (HUNG_GPU.util_min_percent, HUNG_GPU.tensor_max_ratio) == (90.0, 0.05)
 
 
 def test_the_rollup_counts_idle_tensor_buckets_by_their_own_thresholds() -> None:

@@ -3,7 +3,6 @@ where, exactly once, and what every reader gets back."""
 
 from __future__ import annotations
 
-import struct
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,6 +12,7 @@ from django.test import override_settings
 from ingest import ib_encoded
 from ingest.models import IbHotSample
 from ingest.store import IB_TABLE, insert_rows, stored_ib_values, upsert_nodes, upsert_ports
+from tests.support.encodings import float4
 
 pytestmark = pytest.mark.django_db
 T0 = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
@@ -28,11 +28,6 @@ def port_row(ts: datetime, port: int, node: int, **values: float | int | None) -
         "rate": 5e10, "state": 4, "phys_state": 5, "saturated": 0,
     }  # fmt: skip
     return (ts, port, node, *({**healthy, **values}[c] for c in IB_TABLE.columns[3:]))
-
-
-def float4(value: float) -> float:
-    """``value`` rounded to the nearest float4, as Postgres' ``real`` keeps it."""
-    return struct.unpack("f", struct.pack("f", value))[0]
 
 
 def write(rows: list[tuple]) -> int:
