@@ -109,7 +109,7 @@ def run(prom, end: float, args: argparse.Namespace) -> None:  # noqa: ANN001
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE")
         cursor.execute(
-            "SELECT (SELECT count(*) FROM ingest_gpusample), (SELECT count(*) FROM ingest_ibsample)"
+            "SELECT (SELECT count(*) FROM ingest_gpuhot), (SELECT count(*) FROM ingest_ibhot)"
         )
         gpu_rows, ib_rows = cursor.fetchone()
 

@@ -23,6 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 BENCH_DB = "clusterwatch_bench"
+#: Where ingest writes GPU and IB samples (float8 rows, GPU step rows, encoded IB rows).
+HOT_TABLES = ("ingest_gpusample", "ingest_gpustep", "ingest_ibsample", "ingest_ibencoded")
 #: Every metric the GPU and IB families read, so rows are as full as on a real cluster.
 HISTORY_FAMILIES = ",".join(
     [
@@ -65,12 +67,12 @@ def stored_samples() -> tuple[int, int]:
 
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT sum(num_nonnulls({', '.join(GPU_VALUE_COLUMNS)})), count(*) FROM ingest_gpusample"
+            f"SELECT sum(num_nonnulls({', '.join(GPU_VALUE_COLUMNS)})), count(*) FROM ingest_gpuhot"
         )
         gpu_values, gpu_rows = cursor.fetchone()
         ib_values = [c for c in IB_VALUE_COLUMNS if c != "saturated"]
         cursor.execute(
-            f"SELECT sum(num_nonnulls({', '.join(ib_values)})), count(*) FROM ingest_ibsample"
+            f"SELECT sum(num_nonnulls({', '.join(ib_values)})), count(*) FROM ingest_ibhot"
         )
         ib_values_n, ib_rows = cursor.fetchone()
     return int(gpu_values or 0) + int(ib_values_n or 0), int(gpu_rows) + int(ib_rows)
@@ -81,10 +83,11 @@ def stored_bytes() -> int:
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("VACUUM ANALYZE ingest_gpusample, ingest_ibsample")
+        cursor.execute(f"VACUUM ANALYZE {', '.join(HOT_TABLES)}")
         cursor.execute(
             "SELECT coalesce(sum(pg_total_relation_size(i.inhrelid)), 0) FROM pg_inherits i "
-            "JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname IN ('ingest_gpusample', 'ingest_ibsample')"
+            "JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = ANY(%s)",
+            [list(HOT_TABLES)],
         )
         return int(cursor.fetchone()[0])
 
@@ -134,11 +137,13 @@ def raw_copy() -> float:
     from ingest.store import GPU_SAMPLE_TABLE, IB_TABLE, copy_rows
 
     tables = {}
-    for table in (GPU_SAMPLE_TABLE, IB_TABLE):
+    views = {GPU_SAMPLE_TABLE: "ingest_gpuhot", IB_TABLE: "ingest_ibhot"}
+    for table in (GPU_SAMPLE_TABLE, IB_TABLE):  # the same rows, COPYed as float8 rows
         with connection.cursor() as cursor:
-            cursor.execute(f"SELECT {', '.join(table.columns)} FROM {table.name} ORDER BY ts")
+            cursor.execute(f"SELECT {', '.join(table.columns)} FROM {views[table]} ORDER BY ts")
             tables[table] = cursor.fetchall()
-            cursor.execute(f"TRUNCATE {table.name}")
+    with connection.cursor() as cursor:
+        cursor.execute(f"TRUNCATE {', '.join(HOT_TABLES)}")
     began = time.perf_counter()
     with transaction.atomic():
         for table, rows in tables.items():

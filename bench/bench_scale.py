@@ -112,7 +112,10 @@ def reset_to(moment: datetime) -> None:
     from ingest.models import IngestCursor, ShardCursor
 
     with connection.cursor() as cursor:
-        for table in ("ingest_gpusample", "ingest_ibsample", "ingest_xidevent"):
+        for table in (
+            "ingest_gpusample", "ingest_gpustep", "ingest_ibsample", "ingest_ibencoded",
+            "ingest_xidevent",
+        ):  # fmt: skip
             cursor.execute(f"DELETE FROM {table} WHERE ts > %s", [moment])
     IngestCursor.objects.update(covered_until=moment)
     ShardCursor.objects.all().delete()
@@ -124,8 +127,8 @@ def window_rows(after: datetime) -> int:
 
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT (SELECT count(*) FROM ingest_gpusample WHERE ts > %s)"
-            " + (SELECT count(*) FROM ingest_ibsample WHERE ts > %s)",
+            "SELECT (SELECT count(*) FROM ingest_gpuhot WHERE ts > %s)"
+            " + (SELECT count(*) FROM ingest_ibhot WHERE ts > %s)",
             [after, after],
         )
         return int(cursor.fetchone()[0])
@@ -228,17 +231,19 @@ def verify_indexes_and_partitions(until: datetime) -> None:
 
     checks = {
         "one node's GPUs, 24 h": (
-            "SELECT ts, gpu, util FROM ingest_gpusample WHERE node_id = "
+            "SELECT ts, gpu, util FROM ingest_gpuhot WHERE node_id = "
             "(SELECT min(id) FROM ingest_node) AND ts > %s - interval '24 hours' ORDER BY ts"
         ),
         "one port, 24 h": (
-            "SELECT ts, tx_bytes FROM ingest_ibsample WHERE port_id = "
+            "SELECT ts, tx_bytes FROM ingest_ibhot WHERE port_id = "
             "(SELECT min(id) FROM ingest_ibport) AND ts > %s - interval '24 hours' ORDER BY ts"
         ),
-        "fleet, last step": "SELECT node_id, avg(util) FROM ingest_gpusample WHERE ts = %s GROUP BY node_id",
+        "fleet, last step": "SELECT node_id, avg(util) FROM ingest_gpuhot WHERE ts = %s GROUP BY node_id",
     }
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE ingest_gpusample, ingest_ibsample")
+        cursor.execute(
+            "ANALYZE ingest_gpusample, ingest_gpustep, ingest_ibsample, ingest_ibencoded"
+        )
         for name, sql in checks.items():
             cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", [until])
             plan = cursor.fetchone()[0][0]

@@ -146,7 +146,7 @@ def real_pipeline(args: argparse.Namespace) -> None:
     samples, hot = stored_samples(), relation_bytes(HOT)
     rows = int(
         _sql(
-            "SELECT (SELECT count(*) FROM ingest_gpuhot) + (SELECT count(*) FROM ingest_ibsample)"
+            "SELECT (SELECT count(*) FROM ingest_gpuhot) + (SELECT count(*) FROM ingest_ibhot)"
         )[0][0]
     )
     alternatives = measure_alternatives()

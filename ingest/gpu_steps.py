@@ -57,23 +57,28 @@ def unpivot_sql(source: str, where: str = "true", mask: str = "") -> str:
     """SQL: the per-GPU rows (ts, node_id, gpu, values as readers get them) of step rows ``s``.
 
     ``where`` filters step rows before they are split; ``mask`` (SQL, bit i: the i-th
-    encoding) leaves the other values NULL, as history's decoding does.
+    encoding) leaves the other values NULL, as history's decoding does. Each metric's eight
+    cells are unnested in the select list, in lockstep with ``generate_series(0, 7)``: ~4×
+    cheaper than a ``LATERAL (VALUES …)`` of eight rows per step row (a rescan per row), and
+    a masked-out metric (a constant mask folds) builds no array at all.
     """
-    names = ", ".join(e.column for e in ENCODINGS)
-    per_gpu = ", ".join(
-        f"({g}, {', '.join('s.' + cell(e, g) for e in ENCODINGS)})" for g in range(SLOT_GPUS)
+    arrays = ", ".join(
+        f"unnest({_masked(mask, i, _array(e))}) AS {e.column}" for i, e in enumerate(ENCODINGS)
     )
-    values = ", ".join(
-        f"CASE WHEN ({mask}) & {1 << i} <> 0 THEN {e.decode('g.' + e.column)} END AS {e.column}"
-        if mask
-        else f"{e.decode('g.' + e.column)} AS {e.column}"
-        for i, e in enumerate(ENCODINGS)
-    )
+    values = ", ".join(f"{e.decode('x.' + e.column)} AS {e.column}" for e in ENCODINGS)
     return (
-        f"SELECT s.ts, s.node_id, (s.slot * {SLOT_GPUS} + g.g)::smallint AS gpu, {values} "
-        f"FROM {source} s CROSS JOIN LATERAL (VALUES {per_gpu}) AS g(g, {names}) "
-        f"WHERE ({where}) AND s.present & (1 << g.g) <> 0"
+        f"SELECT x.ts, x.node_id, (x.slot * {SLOT_GPUS} + x.g)::smallint AS gpu, {values} "
+        f"FROM (SELECT s.ts, s.node_id, s.slot, s.present, generate_series(0, {SLOT_GPUS - 1}) AS g, "
+        f"{arrays} FROM {source} s WHERE {where}) x WHERE x.present & (1 << x.g) <> 0"
     )
+
+
+def _array(encoding: Encoding) -> str:
+    return f"ARRAY[{', '.join('s.' + cell(encoding, g) for g in range(SLOT_GPUS))}]"
+
+
+def _masked(mask: str, bit: int, value: str) -> str:
+    return f"CASE WHEN ({mask}) & {1 << bit} <> 0 THEN {value} END" if mask else value
 
 
 def fits_sql(step: int) -> str:
