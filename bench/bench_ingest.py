@@ -151,6 +151,36 @@ def raw_copy() -> float:
     return time.perf_counter() - began
 
 
+def store_layouts(runs: int = 3) -> tuple[float, float]:
+    """(encoded, float8) median seconds of writing the stored GPU and IB rows again through
+    ``insert_rows``: as step rows and encoded IB rows, and as float8 rows
+    (``INGEST_ENCODED_HOT_ROWS`` off), alternated, the tables emptied before each write."""
+    import statistics
+
+    from django.db import connection, transaction
+    from django.test.utils import override_settings
+
+    from ingest.store import GPU_SAMPLE_TABLE, IB_TABLE, insert_rows
+
+    rows = {}
+    views = {GPU_SAMPLE_TABLE: "ingest_gpuhot", IB_TABLE: "ingest_ibhot"}
+    for table, view in views.items():
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT {', '.join(table.columns)} FROM {view} ORDER BY ts")
+            rows[table] = cursor.fetchall()
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(runs):
+        for encoded in (True, False):
+            with connection.cursor() as cursor:
+                cursor.execute(f"TRUNCATE {', '.join(HOT_TABLES)}")
+            began = time.perf_counter()
+            with override_settings(INGEST_ENCODED_HOT_ROWS=encoded), transaction.atomic():
+                for table, table_rows in rows.items():
+                    insert_rows(table, table_rows)
+            times[encoded].append(time.perf_counter() - began)
+    return statistics.median(times[True]), statistics.median(times[False])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=256)
@@ -233,6 +263,7 @@ def run(url: str, end: float, history: timedelta) -> None:
     began = time.perf_counter()
     points = fetch_only(PrometheusClient(url, timeout=120), start_at, until)
     fetch_seconds = time.perf_counter() - began
+    encoded_seconds, float8_seconds = store_layouts()
     copy_seconds = raw_copy()
 
     ingest_rate, fetch_rate, copy_rate = (
@@ -252,6 +283,10 @@ def run(url: str, end: float, history: timedelta) -> None:
     print(f"(b) raw binary COPY            : {copy_rate:12,.0f} samples/s  ({copy_seconds:.1f} s)")
     print(
         f"ratio ingest / min(a, b)       : {ratio:12.2f}   (goal >= 0.6)  {'OK' if ratio >= 0.6 else 'BELOW GOAL'}"
+    )
+    print(
+        f"store the same rows again        : encoded {encoded_seconds:.2f} s, float8 rows "
+        f"{float8_seconds:.2f} s ({encoded_seconds / float8_seconds:.2f}x; median of 3, alternated)"
     )
     per_sample = size / samples if samples else float("nan")
     print(

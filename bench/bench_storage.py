@@ -145,9 +145,9 @@ def real_pipeline(args: argparse.Namespace) -> None:
         )
     samples, hot = stored_samples(), relation_bytes(HOT)
     rows = int(
-        _sql(
-            "SELECT (SELECT count(*) FROM ingest_gpuhot) + (SELECT count(*) FROM ingest_ibhot)"
-        )[0][0]
+        _sql("SELECT (SELECT count(*) FROM ingest_gpuhot) + (SELECT count(*) FROM ingest_ibhot)")[
+            0
+        ][0]
     )
     alternatives = measure_alternatives()
     hot_lines = [

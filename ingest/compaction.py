@@ -39,7 +39,7 @@ COMPACTION_LOCK_KEY = 0x1C57_0002
 HOUR = timedelta(hours=1)
 #: Each family's encoded hot table (``ingest.gpu_steps``, ``ingest.ib_encoded``): compacted
 #: together with the float8 hot rows, hour by hour.
-ENCODED = {"gpu": gpu_steps, "ib": ib_encoded}
+ENCODED = {"gpu": gpu_steps.LAYOUT, "ib": ib_encoded.LAYOUT}
 DAY = timedelta(days=1)
 #: An hour's transaction between its steps: a seam for the crash test (None in production).
 Hook = Callable[[str, HistoryTable, datetime], None]
@@ -222,7 +222,7 @@ def _finish_day(table: HistoryTable, day: date, hook: Hook | None) -> bool:
                 return False
             cursor.execute("SET LOCAL lock_timeout = '5s'")
             cursor.execute(f'LOCK TABLE "{name}" IN ACCESS EXCLUSIVE MODE')
-            _truncate_encoded(cursor, ENCODED[table.family].TABLE, day)
+            _truncate_encoded(cursor, ENCODED[table.family].table, day)
             if state.leftover:
                 cursor.execute(
                     f'CREATE TEMP TABLE compaction_keep ON COMMIT DROP AS SELECT * FROM "{name}"'

@@ -17,7 +17,8 @@ the precision table in docs/scaling.md. Readers see both through ``ingest_gpu_ro
 
 from __future__ import annotations
 
-from .history import GPU_HISTORY, Encoding, compactable_sql, mark_indexes_sql, on_grid_sql
+from .history import GPU_HISTORY, Encoding, compactable_sql, mark_indexes_sql, marks_sql
+from .hot_layouts import EncodedHot
 
 TABLE = "ingest_gpustep"
 SLOT_GPUS = 8
@@ -97,10 +98,7 @@ def insert_sql(stage: str, fits: str) -> str:
     """
     slot = f"gpu / {SLOT_GPUS}"
     rounded = ", ".join(f"{e.decode(e.encode(e.column))} AS {e.column}" for e in ENCODINGS)
-    marks = " | ".join(
-        f"(CASE WHEN bool_or(coalesce({predicate}, false)) THEN {bit} ELSE 0 END)"
-        for bit, predicate in GPU_HISTORY.marks.values()
-    )
+    marks = marks_sql(GPU_HISTORY, aggregate=True)
     cells = _cells(_WIDE) + _cells(_NARROW)
     picks = ", ".join(
         f"max({e.encode('r.' + e.column)}) FILTER (WHERE r.gpu % {SLOT_GPUS} = {g})"
@@ -131,33 +129,11 @@ def stored_sql(stage: str) -> tuple[str, str]:
     )
 
 
-def reader_sql() -> str:
-    """The step rows' branch of ``ingest_gpu_rows`` (``history.function_sql``): ``$1 <= ts <= $2``,
-    only rows with the marks ``$3`` (their partial indexes serve it), values of the mask ``$4``."""
-    return unpivot_sql(TABLE, "s.ts >= $1 AND s.ts <= $2 AND ($3 = 0 OR (s.marks & $3) = $3)", "$4")
-
-
-def hour_rows_sql(step: int) -> str:
-    """The per-GPU rows of the step rows of one hour (``%(hour)s``, ``%(next)s``) on the grid."""
-    return unpivot_sql(TABLE, on_grid_sql(step, "s.ts"))
-
-
-def move_parts(step: int) -> tuple[str, str]:
-    """``history.move_sql``'s ``also``: delete the hour's step rows, and their per-GPU rows."""
-    return (
-        f", moved_steps AS (DELETE FROM {TABLE} WHERE {on_grid_sql(step)} RETURNING *)",
-        unpivot_sql("moved_steps"),
-    )
-
-
-VIEW = "ingest_gpuhot"
-
-
-def view_sql() -> str:
-    """CREATE VIEW of every hot GPU sample as a per-GPU row: ``ingest_gpusample`` and the
-    step rows split (model ``GpuHotSample``; the planner pushes conditions into both)."""
-    columns = ", ".join(("ts", "node_id", "gpu", *(e.column for e in ENCODINGS)))
-    return (
-        f"CREATE VIEW {VIEW} AS SELECT {columns} FROM {GPU_HISTORY.hot} "
-        f"UNION ALL SELECT {columns} FROM ({unpivot_sql(TABLE)}) st;"
-    )
+#: The reader branch, compaction's pieces and the view (``ingest.hot_layouts``).
+LAYOUT = EncodedHot(
+    TABLE,
+    "ingest_gpuhot",
+    GPU_HISTORY,
+    unpivot_sql,
+)
+VIEW = LAYOUT.view

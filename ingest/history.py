@@ -354,10 +354,7 @@ def move_sql(table: HistoryTable, step: int, also: tuple[str, str] = ("", "")) -
         f"ELSE array_agg({e.encode(e.column)} ORDER BY slot) END"
         for e in table.encodings
     )
-    marks = " | ".join(
-        f"(CASE WHEN bool_or(coalesce({predicate}, false)) THEN {bit} ELSE 0 END)"
-        for bit, predicate in table.marks.values()
-    )
+    marks = marks_sql(table, aggregate=True)
     return (
         f"WITH moved AS (DELETE FROM {table.hot} WHERE ts >= %(hour)s AND ts < %(next)s "
         f"AND {compactable_sql(table, step)} RETURNING ts, {keys}, {hot_columns}){also[0]}, "
@@ -369,6 +366,15 @@ def move_sql(table: HistoryTable, step: int, also: tuple[str, str] = ("", "")) -
         f"SELECT %(hour)s, {keys}, {step}, ({marks})::smallint, "
         f"CASE WHEN count(*) = {HOUR_SECONDS // step} THEN NULL ELSE array_agg(slot ORDER BY slot) END, "
         f"{arrays} FROM rounded GROUP BY {keys}"
+    )
+
+
+def marks_sql(table: HistoryTable, *, aggregate: bool) -> str:
+    """SQL: the mark bits (``table.marks``) of a row, or OR-ed over a group's rows."""
+    test = "bool_or(coalesce({}, false))" if aggregate else "coalesce({}, false)"
+    return " | ".join(
+        f"(CASE WHEN {test.format(predicate)} THEN {bit} ELSE 0 END)"
+        for bit, predicate in table.marks.values()
     )
 
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .history import IB_HISTORY, compactable_sql, mark_indexes_sql, on_grid_sql
+from .history import IB_HISTORY, compactable_sql, mark_indexes_sql, marks_sql
+from .hot_layouts import EncodedHot
 
 TABLE = "ingest_ibencoded"
-VIEW = "ingest_ibhot"
 #: Error increases as ``smallint`` here (``integer`` in history): a 30 s step with more than
 #: 32,767 errors of one kind is rare, and such a sample stays a float8 row (``fits_sql``).
 #: The row is then 88 B, a multiple of 8, instead of 100 B padded to 104.
@@ -77,10 +77,7 @@ def insert_sql(stage: str, fits: str) -> str:
     names = ", ".join(e.column for e in ENCODINGS)
     rounded = ", ".join(f"{e.decode(e.encode(e.column))} AS {e.column}" for e in ENCODINGS)
     encoded = ", ".join(e.encode("r." + e.column) for e in ENCODINGS)
-    marks = " | ".join(
-        f"(CASE WHEN coalesce({predicate}, false) THEN {bit} ELSE 0 END)"
-        for bit, predicate in IB_HISTORY.marks.values()
-    )
+    marks = marks_sql(IB_HISTORY, aggregate=False)
     return (
         f"INSERT INTO {TABLE} ({_KEYS}, marks, {names}) "
         f"SELECT r.ts, r.port_id, r.node_id, ({marks})::smallint, {encoded} "
@@ -98,29 +95,6 @@ def stored_sql(stage: str) -> tuple[str, ...]:
     )
 
 
-def reader_sql() -> str:
-    """The encoded rows' branch of ``ingest_ib_rows`` (``history.function_sql``): ``$1 <= ts <= $2``,
-    only rows with the marks ``$3`` (their partial indexes serve it), values of the mask ``$4``."""
-    return decoded_sql(TABLE, "s.ts >= $1 AND s.ts <= $2 AND ($3 = 0 OR (s.marks & $3) = $3)", "$4")
-
-
-def hour_rows_sql(step: int) -> str:
-    """The hot-layout rows of the encoded rows of one hour (``%(hour)s``, ``%(next)s``) on the grid."""
-    return decoded_sql(TABLE, on_grid_sql(step, "s.ts"))
-
-
-def move_parts(step: int) -> tuple[str, str]:
-    """``history.move_sql``'s ``also``: delete the hour's encoded rows, and their hot-layout rows."""
-    return (
-        f", moved_encoded AS (DELETE FROM {TABLE} WHERE {on_grid_sql(step)} RETURNING *)",
-        decoded_sql("moved_encoded"),
-    )
-
-
-def view_sql() -> str:
-    """CREATE VIEW of every hot IB sample in the hot layout (model ``IbHotSample``)."""
-    columns = ", ".join((_KEYS, *(e.column for e in ENCODINGS)))
-    return (
-        f"CREATE VIEW {VIEW} AS SELECT {columns} FROM {IB_HISTORY.hot} "
-        f"UNION ALL SELECT {columns} FROM ({decoded_sql(TABLE)}) enc;"
-    )
+#: The reader branch, compaction's pieces and the view (``ingest.hot_layouts``).
+LAYOUT = EncodedHot(TABLE, "ingest_ibhot", IB_HISTORY, decoded_sql)
+VIEW = LAYOUT.view

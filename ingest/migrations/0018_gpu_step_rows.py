@@ -23,8 +23,8 @@ class Migration(migrations.Migration):
     operations = [
         migrations.RunSQL(
             sql=gpu_steps.table_sql()
-            + gpu_steps.view_sql()
-            + function_sql(GPU_HISTORY, steps=gpu_steps.reader_sql()),
+            + gpu_steps.LAYOUT.view_sql()
+            + function_sql(GPU_HISTORY, steps=gpu_steps.LAYOUT.reader_sql()),
             reverse_sql=function_sql(GPU_HISTORY)
             + f"DROP VIEW {gpu_steps.VIEW}; DROP TABLE {gpu_steps.TABLE} CASCADE;",
         ),
