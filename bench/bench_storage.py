@@ -454,17 +454,16 @@ def synthetic(
 def encode_hot(before: datetime) -> int:
     """Rewrite the float8 hot rows before ``before`` as encoded hot rows (GPU step rows,
     encoded IB rows), as ingest writes them; returns the rows rewritten."""
-    from ingest import gpu_steps, ib_encoded
-    from ingest.store import GPU_SAMPLE_TABLE, IB_TABLE
+    from ingest.compaction import ENCODED
 
     moved = 0
-    for table, module in ((GPU_SAMPLE_TABLE, gpu_steps), (IB_TABLE, ib_encoded)):
-        fits = module.fits_sql(30)
+    for encoded in ENCODED.values():
+        hot, fits = encoded.family.hot, encoded.fits(30)
         _sql("DROP TABLE IF EXISTS bench_encode")
-        _sql(f"CREATE TEMP TABLE bench_encode AS SELECT * FROM {table.name} WHERE ts < %s AND {fits}", [before])  # fmt: skip
-        _sql(module.insert_sql("bench_encode", "true"))
+        _sql(f"CREATE TEMP TABLE bench_encode AS SELECT * FROM {hot} WHERE ts < %s AND {fits}", [before])  # fmt: skip
+        _sql(encoded.insert("bench_encode", "true"))
         moved += int(_sql("SELECT count(*) FROM bench_encode")[0][0])
-        _sql(f"DELETE FROM {table.name} WHERE ts < %s AND {fits}", [before])
+        _sql(f"DELETE FROM {hot} WHERE ts < %s AND {fits}", [before])
     return moved
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from django.db import connection
 
 from ingest import gpu_steps, ib_encoded
+from ingest.compaction import ENCODED
 from ingest.history import GPU_HISTORY, IB_HISTORY, HistoryTable
 from ingest.store import GPU_HEALTH_COLUMNS, GPU_VALUE_COLUMNS, IB_VALUE_COLUMNS
 
@@ -39,7 +40,7 @@ def _samples(table: str, family: str) -> int:
 
 def source(table: HistoryTable) -> str:
     """Every hot row of ``table`` in the per-device layout (GPU: per-GPU rows and split step rows)."""
-    return gpu_steps.VIEW if table.family == "gpu" else ib_encoded.VIEW
+    return ENCODED[table.family].view
 
 
 def _partitions(parent: str) -> list[str]:
@@ -185,14 +186,14 @@ def encoded_breakdown(family: str) -> list[str]:
     """Markdown rows: bytes per row of a family's encoded hot table and per sample, by part."""
     if family == "gpu":
         table, cells, keys = gpu_steps.TABLE, gpu_steps.cells(), "ts, node_id, slot, present, marks"
-        rows_sql, primary_key = gpu_steps.unpivot_sql(gpu_steps.TABLE), "node_id, slot, ts"
+        primary_key = "node_id, slot, ts"
     else:
         table, cells, keys = (
             ib_encoded.TABLE,
             [e.column for e in ib_encoded.ENCODINGS],
             "ts, port_id, node_id, marks",
         )
-        rows_sql, primary_key = ib_encoded.decoded_sql(ib_encoded.TABLE), "port_id, ts"
+        primary_key = "port_id, ts"
     rows, tuple_bytes, value_bytes = _sql(
         "SELECT count(*), coalesce(sum(pg_column_size(s.*)), 0), coalesce(sum("
         + " + ".join(f"coalesce(pg_column_size({c}), 0)" for c in cells)
@@ -201,7 +202,7 @@ def encoded_breakdown(family: str) -> list[str]:
     rows = int(rows)
     if not rows:
         return [f"| {table}: no rows | 0 | 0 |"]
-    samples = _samples(f"({rows_sql}) st", family)
+    samples = _samples(f"({ENCODED[family].rows(table, 'true', '')}) st", family)
     heap = indexes = primary = 0
     for part in _partitions(table):
         heap += int(_sql(f"SELECT pg_table_size('{part}')")[0][0])

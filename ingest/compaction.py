@@ -37,8 +37,8 @@ log = logging.getLogger(__name__)
 #: Arbitrary, stable key of the advisory lock between compaction and late ingest writes.
 COMPACTION_LOCK_KEY = 0x1C57_0002
 HOUR = timedelta(hours=1)
-#: Each family's encoded hot table (``ingest.gpu_steps``, ``ingest.ib_encoded``): compacted
-#: together with the float8 hot rows, hour by hour.
+#: Each family's encoded hot table (``ingest.gpu_steps``, ``ingest.ib_encoded``): what
+#: ``ingest.store`` writes beside the float8 hot rows, compacted with them hour by hour.
 ENCODED = {"gpu": gpu_steps.LAYOUT, "ib": ib_encoded.LAYOUT}
 DAY = timedelta(days=1)
 #: An hour's transaction between its steps: a seam for the crash test (None in production).
@@ -223,15 +223,7 @@ def _finish_day(table: HistoryTable, day: date, hook: Hook | None) -> bool:
             cursor.execute("SET LOCAL lock_timeout = '5s'")
             cursor.execute(f'LOCK TABLE "{name}" IN ACCESS EXCLUSIVE MODE')
             _truncate_encoded(cursor, ENCODED[table.family].table, day)
-            if state.leftover:
-                cursor.execute(
-                    f'CREATE TEMP TABLE compaction_keep ON COMMIT DROP AS SELECT * FROM "{name}"'
-                )
-                cursor.execute(f'TRUNCATE "{name}"')
-                cursor.execute(f'INSERT INTO "{name}" SELECT * FROM compaction_keep')
-                state.leftover = cursor.rowcount
-            else:
-                cursor.execute(f'TRUNCATE "{name}"')
+            state.leftover = _truncate(cursor, name, keep=bool(state.leftover))
             if hook:
                 hook("after_truncate", table, _midnight(day))
             state.finished_at = datetime.now(UTC)
@@ -240,6 +232,20 @@ def _finish_day(table: HistoryTable, day: date, hook: Hook | None) -> bool:
         log.info("compaction: %s not truncated this run: %s", name, exc)
         return False
     return True
+
+
+def _truncate(cursor, name: str, *, keep: bool) -> int:  # noqa: ANN001 - a Django cursor
+    """TRUNCATE the partition ``name`` (its space returns at once); with ``keep``, the rows
+    still in it (those compaction left) are copied back. Returns the rows kept."""
+    if not keep:
+        cursor.execute(f'TRUNCATE "{name}"')
+        return 0
+    cursor.execute(f'CREATE TEMP TABLE compaction_keep ON COMMIT DROP AS SELECT * FROM "{name}"')
+    cursor.execute(f'TRUNCATE "{name}"')
+    cursor.execute(f'INSERT INTO "{name}" SELECT * FROM compaction_keep')
+    kept = cursor.rowcount
+    cursor.execute("DROP TABLE compaction_keep")  # a second partition may be kept next
+    return kept
 
 
 def _truncate_encoded(cursor, parent: str, day: date) -> None:  # noqa: ANN001 - a Django cursor
@@ -251,12 +257,7 @@ def _truncate_encoded(cursor, parent: str, day: date) -> None:  # noqa: ANN001 -
         return
     cursor.execute(f'LOCK TABLE "{name}" IN ACCESS EXCLUSIVE MODE')
     cursor.execute(f'SELECT EXISTS (SELECT FROM "{name}")')
-    if not cursor.fetchone()[0]:
-        cursor.execute(f'TRUNCATE "{name}"')
-        return
-    cursor.execute(f'CREATE TEMP TABLE compaction_kept ON COMMIT DROP AS SELECT * FROM "{name}"')
-    cursor.execute(f'TRUNCATE "{name}"')
-    cursor.execute(f'INSERT INTO "{name}" SELECT * FROM compaction_kept')
+    _truncate(cursor, name, keep=cursor.fetchone()[0])
 
 
 def late_threshold(now: datetime | None = None) -> datetime:

@@ -117,7 +117,7 @@ def insert_sql(stage: str, fits: str) -> str:
     )
 
 
-def stored_sql(stage: str) -> tuple[str, str]:
+def stored_sql(stage: str) -> tuple[str, ...]:
     """SQL deleting from ``stage`` the GPUs' steps already stored: as step rows, then per GPU
     (so a step is written once whichever table the earlier write chose)."""
     return (
@@ -131,9 +131,6 @@ def stored_sql(stage: str) -> tuple[str, str]:
 
 #: The reader branch, compaction's pieces and the view (``ingest.hot_layouts``).
 LAYOUT = EncodedHot(
-    TABLE,
-    "ingest_gpuhot",
-    GPU_HISTORY,
-    unpivot_sql,
+    TABLE, "ingest_gpuhot", GPU_HISTORY, unpivot_sql, fits_sql, insert_sql, stored_sql
 )
 VIEW = LAYOUT.view

@@ -242,7 +242,7 @@ def decoded_rows_sql(table: HistoryTable, source: str, where: str, mask: str = "
     )
 
 
-def function_sql(table: HistoryTable, steps: str = "") -> str:
+def function_sql(table: HistoryTable, encoded: str = "") -> str:
     """CREATE FUNCTION of the reader: hot rows UNION ALL decoded history, ``$1 <= ts <= $2``.
 
     Plain SQL, STABLE, one SELECT: the planner inlines it, so the caller's own conditions
@@ -253,9 +253,9 @@ def function_sql(table: HistoryTable, steps: str = "") -> str:
     computes it), and the at most two hours per device that straddle a bound (``edge``: each
     decoded step tested). PARALLEL UNSAFE on purpose: a parallel plan counts the history
     branch before its arrays are unnested (120× too few rows) and picks nested loops over
-    it; run serially, its estimate is right. ``steps``: SQL of more hot rows (the hot
-    columns, bounded by ``$1``/``$2`` and honouring ``$3``/``$4`` as history does): GPU step
-    rows (``ingest.gpu_steps``, migration 0018).
+    it; run serially, its estimate is right. ``encoded``: SQL of the family's encoded hot rows
+    in the hot columns, bounded by ``$1``/``$2`` and honouring ``$3``/``$4`` as history does
+    (``ingest.hot_layouts.EncodedHot.reader_sql``; migrations 0018, 0019).
     """
     hot_columns = ("ts", *table.key_columns, *table.columns)
     types = dict(table.keys) | {e.column: e.hot_type for e in table.encodings}
@@ -280,7 +280,7 @@ def function_sql(table: HistoryTable, steps: str = "") -> str:
         "(timestamptz, timestamptz, integer DEFAULT 0, integer DEFAULT -1) "
         f"RETURNS TABLE ({returns}) LANGUAGE sql STABLE PARALLEL UNSAFE AS $fn$ "
         f"SELECT {', '.join(hot_columns)} FROM {table.hot} WHERE ts >= $1 AND ts <= $2 UNION ALL "
-        + (f"SELECT {', '.join(hot_columns)} FROM ({steps}) st UNION ALL " if steps else "")
+        + (f"SELECT {', '.join(hot_columns)} FROM ({encoded}) enc UNION ALL " if encoded else "")
         + f"SELECT {selected} FROM ({history['whole']}) d UNION ALL "
         f"SELECT {selected} FROM ({history['edge']}) d WHERE d.ts >= $1 AND d.ts <= $2 $fn$;"
     )
@@ -344,7 +344,7 @@ def move_sql(table: HistoryTable, step: int, also: tuple[str, str] = ("", "")) -
 
     One statement: the DELETE's rows are grouped into one history row per device; the
     values are rounded through their encoding first, so the marks judge what readers get.
-    ``also``: (more CTEs, a SELECT of the hot-layout rows they delete): GPU step rows.
+    ``also``: (more CTEs, a SELECT of the hot-layout rows they delete): the encoded hot rows.
     """
     keys = ", ".join(table.key_columns)
     hot_columns = ", ".join(table.columns)
@@ -380,7 +380,7 @@ def marks_sql(table: HistoryTable, *, aggregate: bool) -> str:
 
 def count_sql(table: HistoryTable, step: int, also: str = "") -> str:
     """SQL: (rows, compactable rows) of the hot table in one hour; ``also``: more hot-layout
-    rows of the hour (GPU step rows), every one compactable."""
+    rows of the hour (the encoded hot rows), every one compactable."""
     hot = (
         f"SELECT count(*) AS n, count(*) FILTER (WHERE {compactable_sql(table, step)}) AS c "
         f"FROM {table.hot} WHERE ts >= %(hour)s AND ts < %(next)s"
@@ -395,7 +395,7 @@ def reopen_sql(table: HistoryTable, step: int, also: str = "") -> str:
     the same devices arrived for (late data), so the next ``move_sql`` merges them.
 
     A step present in both keeps the hot row (the later write). ``also``: more hot-layout
-    rows of the hour (GPU step rows) whose devices are reopened too.
+    rows of the hour (the encoded hot rows) whose devices are reopened too.
     """
     hot_columns = ", ".join(("ts", *table.key_columns, *table.columns))
     join = " AND ".join(f"h.{k} = k.{k}" for k in table.group_key)

@@ -21,12 +21,19 @@ Rows = Callable[[str, str, str], str]
 
 @dataclass(frozen=True)
 class EncodedHot:
-    """An encoded hot table: its name, its view, its family's tables and its ``Rows``."""
+    """An encoded hot table: its name, its view, its family's tables, and the SQL that writes
+    (``ingest.store``) and reads it (``rows``)."""
 
     table: str
     view: str
     family: HistoryTable
     rows: Rows
+    #: step seconds → SQL predicate over a staged float8 row: it can be kept encoded
+    fits: Callable[[int], str]
+    #: (stage, fits predicate) → SQL writing the stage's fitting rows encoded
+    insert: Callable[[str, str], str]
+    #: stage → SQL statements deleting from it the device steps already stored in either table
+    stored: Callable[[str], tuple[str, ...]]
 
     def reader_sql(self) -> str:
         """The branch of the family's reader function (``history.function_sql``): ``$1 <= ts

@@ -19,9 +19,12 @@ from .history import IB_HISTORY, compactable_sql, mark_indexes_sql, marks_sql
 from .hot_layouts import EncodedHot
 
 TABLE = "ingest_ibencoded"
-#: Error increases as ``smallint`` here (``integer`` in history): a 30 s step with more than
-#: 32,767 errors of one kind is rare, and such a sample stays a float8 row (``fits_sql``).
-#: The row is then 88 B, a multiple of 8, instead of 100 B padded to 104.
+#: Error increases as ``smallint`` here (``integer`` in history). The PortCounters error
+#: counters are 16, 8 or 4 bits wide and saturate (docs/infiniband.md "Counter widths and
+#: saturation", from the kernel's PORT_PMA_ATTR widths): only symbol and receive errors can
+#: rise by more than 32,767 in a step, and such a sample stays a float8 row (``fits_sql``),
+#: as does a fractional increase (a slow scrape's increase spread over steps). The row is
+#: then 88 B, a multiple of 8, instead of 100 B padded to 104.
 _SMALL = {"symbol_errors", "link_downed", "link_error_recovery", "rcv_errors",
           "local_link_integrity", "excessive_buffer_overrun"}  # fmt: skip
 ENCODINGS = tuple(
@@ -96,5 +99,7 @@ def stored_sql(stage: str) -> tuple[str, ...]:
 
 
 #: The reader branch, compaction's pieces and the view (``ingest.hot_layouts``).
-LAYOUT = EncodedHot(TABLE, "ingest_ibhot", IB_HISTORY, decoded_sql)
+LAYOUT = EncodedHot(
+    TABLE, "ingest_ibhot", IB_HISTORY, decoded_sql, fits_sql, insert_sql, stored_sql
+)
 VIEW = LAYOUT.view

@@ -13,14 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from types import ModuleType
 
 import orjson
 from django.conf import settings
 from django.db import connection
 
-from . import compaction, gpu_steps, ib_encoded
+from . import compaction
 from .history import HISTORIES, gpu_rows, ib_rows, present_in_history_sql
+from .hot_layouts import EncodedHot
 from .partitions import ensure_partitions
 
 
@@ -81,9 +81,6 @@ KUEUE_TABLE = CopyTable(
 
 
 HISTORY_OF = {h.hot: h for h in HISTORIES.values()}
-#: The encoded hot table's module of each float8 hot table (same interface: stored_sql,
-#: fits_sql, insert_sql): GPU step rows and encoded IB rows.
-ENCODED: dict[str, ModuleType] = {GPU_TABLE.name: gpu_steps, IB_TABLE.name: ib_encoded}
 
 
 def json_rows(rows: Iterable[Sequence[object]]) -> str:
@@ -139,14 +136,15 @@ def insert_rows(table: CopyTable, rows: Sequence[Sequence[object]]) -> int:
         _stage(wrapper.cursor, table)
     copy_rows(table, rows, into=table.stage)
     late = _late(table, first)  # type: ignore[arg-type]
-    encoded = ENCODED.get(table.name)
+    history = HISTORY_OF.get(table.name)
+    encoded = compaction.ENCODED[history.family] if history else None
     with connection.cursor() as cursor:
         if late:  # steps already compacted are not written again
             compaction.lock_for_late_rows()
-            cursor.execute(present_in_history_sql(HISTORY_OF[table.name], table.stage))
+            cursor.execute(present_in_history_sql(history, table.stage))  # type: ignore[arg-type]
         fits = _encoded_fit(encoded)
         if encoded:  # a device's step stored in either table is not written again
-            for sql in encoded.stored_sql(table.stage):
+            for sql in encoded.stored(table.stage):
                 cursor.execute(sql)
         cursor.execute(
             f"INSERT INTO {table.name} ({columns}) SELECT {columns} FROM {table.stage} "
@@ -156,17 +154,17 @@ def insert_rows(table: CopyTable, rows: Sequence[Sequence[object]]) -> int:
         if encoded and fits != "false":
             cursor.execute(f"SELECT count(*) FROM {table.stage} WHERE {fits}")
             inserted += cursor.fetchone()[0]
-            cursor.execute(encoded.insert_sql(table.stage, fits))
+            cursor.execute(encoded.insert(table.stage, fits))
     if late and inserted:
         compaction.rewind(table.name, first, last)  # type: ignore[arg-type]
     return inserted
 
 
-def _encoded_fit(encoded: ModuleType | None) -> str:
+def _encoded_fit(encoded: EncodedHot | None) -> str:
     """SQL predicate of the staged rows written encoded (the rest stay float8 rows)."""
     if encoded is None or not settings.INGEST_ENCODED_HOT_ROWS:
         return "false"
-    return encoded.fits_sql(settings.INGEST_STEP_SECONDS)
+    return encoded.fits(settings.INGEST_STEP_SECONDS)
 
 
 def _late(table: CopyTable, first: datetime) -> bool:

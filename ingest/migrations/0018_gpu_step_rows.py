@@ -24,7 +24,7 @@ class Migration(migrations.Migration):
         migrations.RunSQL(
             sql=gpu_steps.table_sql()
             + gpu_steps.LAYOUT.view_sql()
-            + function_sql(GPU_HISTORY, steps=gpu_steps.LAYOUT.reader_sql()),
+            + function_sql(GPU_HISTORY, encoded=gpu_steps.LAYOUT.reader_sql()),
             reverse_sql=function_sql(GPU_HISTORY)
             + f"DROP VIEW {gpu_steps.VIEW}; DROP TABLE {gpu_steps.TABLE} CASCADE;",
         ),

@@ -23,7 +23,7 @@ class Migration(migrations.Migration):
         migrations.RunSQL(
             sql=ib_encoded.table_sql()
             + ib_encoded.LAYOUT.view_sql()
-            + function_sql(IB_HISTORY, steps=ib_encoded.LAYOUT.reader_sql()),
+            + function_sql(IB_HISTORY, encoded=ib_encoded.LAYOUT.reader_sql()),
             reverse_sql=function_sql(IB_HISTORY)
             + f"DROP VIEW {ib_encoded.VIEW}; DROP TABLE {ib_encoded.TABLE} CASCADE;",
         ),
