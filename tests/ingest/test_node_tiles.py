@@ -11,6 +11,7 @@ from django.db import connection
 from ingest import node_tiles, partitions, rollups, selectors
 from ingest.models import IngestCursor, NodeTile
 from ingest.store import GPU_TABLE, IB_TABLE, insert_rows, upsert_nodes, upsert_ports
+from tests.support.encodings import float4
 
 pytestmark = pytest.mark.django_db
 T0 = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
@@ -134,10 +135,11 @@ def test_tiled_columns_are_the_bucket_means_of_the_raw_rows(written: dict[str, i
         and result.series["0"]["power"][47:] == [None] * 25
     )
     # IB: gpu-b's mlx5_0 is the mean of its two ports (of their bucket rollups: the mean tx,
-    # the lowest state, a port that went down shows).
+    # the lowest state, a port that went down shows). Hot rows keep rates as real, and which
+    # multiples of 1e9 a float4 holds exactly depends on the port ids (9e9 is 8,999,999,488).
     ib = selectors.node_ib_series("gpu-b", T0, T0 + timedelta(minutes=10), 300)
     ports = written_ports("gpu-b")
-    tx = [1e9 * ((m * 3 + p) % 11) for m in range(0, 5) for p in ports]
+    tx = [float4(1e9 * ((m * 3 + p) % 11)) for m in range(0, 5) for p in ports]
     assert ib.series["mlx5_0"]["tx_bytes"][0] == sum(tx) / len(tx)
     lowest = [min(1 if (m + p) % 13 == 0 else 4 for m in range(0, 5)) for p in ports]
     assert ib.series["mlx5_0"]["state"][0] == sum(lowest) / 2
