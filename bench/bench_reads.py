@@ -18,6 +18,9 @@ ways, each ``--rounds`` times in turn (the median is printed; ``--variants`` pic
 9. line 0 as ingest reads in the steady state since the sampling queries' context is kept
    between windows (``sources.base.fetch_sampling``): those two queries from the window's
    start step only (line 0 reads them from two of the longest scrape intervals before it);
+10, 11. line 9 with a cycle every 2 or 4 steps (INGEST_INTERVAL_SECONDS 60 or 120 at a
+   30 s INGEST_STEP_SECONDS): one window of 2 or 4 steps, its costs divided by 2 or 4 (per
+   step of data, as line 0's): what reading less often saves, at the cost of freshness;
 1. today's range queries decoded into ``Series`` (``decode``);
 2-4. each metric's raw series via ``read_raw`` over (window start - one step, window end]:
    remote read with XOR chunks, with SAMPLES, range selectors (``metric[60s]``);
@@ -54,6 +57,8 @@ from bench.bench_scale import STEP, cpu_seconds, history_prometheus  # noqa: E40
 
 os.environ.update(LOG_LEVEL="WARNING", PROMETHEUS_TIMEOUT_SECONDS="120")
 LINES: list[str] = []
+#: Reads that cover several steps of data: their costs are printed per step.
+PER_STEPS: dict[Callable[[], tuple[int, int]], int] = {}
 _NAME = re.compile(r"[A-Za-z_:][\w:]*")
 
 
@@ -112,13 +117,15 @@ def metrics_of(queries: list[tuple[str, str]], known: set[str]) -> list[str]:
 
 
 def measured(run: Callable[[], tuple[int, int]], prometheus_pid: int) -> tuple[float, ...]:
-    """(Prometheus CPU s, our CPU s, wall s, series, samples) of one ``run``."""
+    """(Prometheus CPU s, our CPU s, wall s, series, samples) of one ``run``; the seconds per
+    step of data where ``run`` reads several (``PER_STEPS``)."""
     server, cpu, wall = cpu_seconds(prometheus_pid), time.process_time(), time.perf_counter()
     series, samples = run()
+    steps = PER_STEPS.get(run, 1)
     return (
-        cpu_seconds(prometheus_pid) - server,
-        time.process_time() - cpu,
-        time.perf_counter() - wall,
+        (cpu_seconds(prometheus_pid) - server) / steps,
+        (time.process_time() - cpu) / steps,
+        (time.perf_counter() - wall) / steps,
         series,
         samples,
     )
@@ -179,10 +186,15 @@ def variants(client_for, queries, names, window) -> dict[str, Callable[[], tuple
 
         return read
 
-    def ingests(path: str, kept: bool = False) -> Callable[[], tuple[int, int]]:
-        def read() -> tuple[int, int]:
-            return folded(client_for(path), queries, path, window, kept)
+    def ingests(path: str, kept: bool = False, steps: int = 1) -> Callable[[], tuple[int, int]]:
+        """``steps`` > 1: a cycle every ``steps`` steps, reading them all in one window (its
+        costs are divided by ``steps`` where printed: per step of data, as line 0's)."""
+        wide = (end - timedelta(seconds=step * steps), end, step)
 
+        def read() -> tuple[int, int]:
+            return folded(client_for(path), queries, path, wide, kept)
+
+        PER_STEPS[read] = steps
         return read
 
     regex = [f'{{__name__=~"{"|".join(group)}"}}' for group in family_names(names)]
@@ -190,6 +202,8 @@ def variants(client_for, queries, names, window) -> dict[str, Callable[[], tuple
         "0 today as ingest: query_range + fold": ingests("query_range"),
         "8 read_steps remote_read (exact) + fold": ingests("remote_read"),
         "9 as 0, sampling context kept (now)": ingests("query_range", kept=True),
+        "10 as 9, a 60 s cycle, per 30 s step": ingests("query_range", kept=True, steps=2),
+        "11 as 9, a 120 s cycle, per 30 s step": ingests("query_range", kept=True, steps=4),
         "1 today: query_range + orjson": today,
         "2 read_raw remote read, XOR chunks": raw("remote_read", (STREAMED_XOR_CHUNKS,)),
         "3 read_raw remote read, SAMPLES": raw("remote_read", (SAMPLES,)),
@@ -367,6 +381,7 @@ def main() -> None:
     parser.add_argument(
         "--head", action="store_true", help="history by remote write into the head, not blocks"
     )
+    parser.add_argument("--section", default="", help="RESULTS.md section (default by nodes)")
     args = parser.parse_args()
     total = time.perf_counter()
     with contextlib.ExitStack() as stack:
@@ -392,7 +407,7 @@ def main() -> None:
     head = " --head" if args.head else ""
     title = f"## bench_reads.py --nodes {args.nodes} --minutes {args.minutes}{head} ({stamp})"
     write_section(
-        f"bench_reads-{args.nodes}{head.replace(' --', '-')}",
+        args.section or f"bench_reads-{args.nodes}{head.replace(' --', '-')}",
         f"{title}\n\n```\n" + "\n".join(LINES) + "\n```",
     )
 

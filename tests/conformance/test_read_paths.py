@@ -32,6 +32,7 @@ from django.db import connection
 from django.test import override_settings
 
 from ingest.models import IngestCursor, ShardCursor
+from ingest.sources import base
 from simulator import Cluster, ClusterSpec, ExporterOptions, write_history
 from simulator.faults import Fault, FaultKind
 from tests.conformance.scrapes import RETENTION_DAYS, T0, ingest
@@ -225,3 +226,61 @@ def test_remote_read_stores_what_query_range_stores(
     # gpu-002's last two samples before the restart were 120 s apart (it was down): ingest
     # takes that as its scrape interval and carries the T0+480 sample across the restart.
     assert gpu_steps("gpu-002") == [ts for ts in steps if ts not in down_gap]
+
+
+def ingested_in_cycles(prometheus: PrometheusProcess, steps: int) -> dict[str, list[tuple]]:
+    """What ingest stores over (SINCE, UNTIL] in cycles of ``steps`` steps each, as a worker
+    whose INGEST_INTERVAL_SECONDS is ``steps`` x INGEST_STEP_SECONDS runs them (the sampling
+    context kept from one cycle to the next, as in one worker process)."""
+    truncate_timeseries()
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM ingest_xidevent")
+    IngestCursor.objects.all().delete()
+    ShardCursor.objects.all().delete()
+    base.forget_sampling()
+    ends = [*range(int(SINCE) + STEP * steps, int(UNTIL), STEP * steps), UNTIL]
+    for since, until in zip([SINCE, *ends], ends, strict=False):
+        ingest(prometheus, ["gpu", "ib", "kueue", "cluster", "runs", "checkpoints"], since, until)
+    return stored_rows()
+
+
+def test_reading_every_2_or_4_steps_stores_what_reading_every_step_stores(
+    dialect_history: tuple[str, PrometheusProcess],
+) -> None:
+    """A longer ingest interval at the same step (docs/scaling.md "Reading less often") changes
+    when rows are written, never which: node down, reboot and Prometheus restart included."""
+    dialect, prometheus = dialect_history
+    with override_settings(INGEST_DCGM_DIALECT=dialect, PROMETHEUS_READ_PATH="query_range"):
+        every = ingested_in_cycles(prometheus, 1)
+        # a step row per node (8 GPUs) and step it answered: gpu-001 17 steps, gpu-002 16
+        assert len(every["ingest_gpustep"]) == 17 + 16
+        for rows in (
+            ingested_in_cycles(prometheus, 2),
+            ingested_in_cycles(prometheus, 4),
+            ingested_through(prometheus, "query_range"),  # one catch-up window
+        ):
+            assert {t: r for t, r in rows.items() if t not in DERIVED} == {
+                t: r for t, r in every.items() if t not in DERIVED
+            }
+            for table in DERIVED:
+                assert alike(rows[table], every[table]), table
+
+
+#: Means over the stored samples: a bucket refreshed by several cycles sums its rows in
+#: another order than one refresh does, so they may differ in the last bits of a float8.
+DERIVED = (
+    "ingest_gpurollup",
+    "ingest_ibrollup",
+    "ingest_noderollup",
+    "ingest_heatmaptile",
+    "ingest_nodetile",
+)
+
+
+def alike(a: object, b: object) -> bool:
+    """``a`` and ``b`` equal, their floats (in rows, nested lists) to 1e-12 relatively."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or abs(a - b) <= 1e-12 * max(abs(a), abs(b))
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(alike(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
