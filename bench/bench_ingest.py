@@ -134,14 +134,9 @@ def raw_copy() -> float:
     """Read the stored rows back, empty the tables, time a plain binary COPY of them back in."""
     from django.db import connection, transaction
 
-    from ingest.store import GPU_SAMPLE_TABLE, IB_TABLE, copy_rows
+    from ingest.store import copy_rows
 
-    tables = {}
-    views = {GPU_SAMPLE_TABLE: "ingest_gpuhot", IB_TABLE: "ingest_ibhot"}
-    for table in (GPU_SAMPLE_TABLE, IB_TABLE):  # the same rows, COPYed as float8 rows
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT {', '.join(table.columns)} FROM {views[table]} ORDER BY ts")
-            tables[table] = cursor.fetchall()
+    tables = hot_rows()  # the same rows, COPYed as float8 rows
     with connection.cursor() as cursor:
         cursor.execute(f"TRUNCATE {', '.join(HOT_TABLES)}")
     began = time.perf_counter()
@@ -149,6 +144,20 @@ def raw_copy() -> float:
         for table, rows in tables.items():
             copy_rows(table, rows)
     return time.perf_counter() - began
+
+
+def hot_rows() -> dict:
+    """Every stored GPU and IB sample as a float8 row, by ``CopyTable`` (from the hot views)."""
+    from django.db import connection
+
+    from ingest.store import GPU_SAMPLE_TABLE, IB_TABLE
+
+    rows = {}
+    for table, view in ((GPU_SAMPLE_TABLE, "ingest_gpuhot"), (IB_TABLE, "ingest_ibhot")):
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT {', '.join(table.columns)} FROM {view} ORDER BY ts")
+            rows[table] = cursor.fetchall()
+    return rows
 
 
 def store_layouts(runs: int = 3) -> tuple[float, float]:
@@ -160,14 +169,9 @@ def store_layouts(runs: int = 3) -> tuple[float, float]:
     from django.db import connection, transaction
     from django.test.utils import override_settings
 
-    from ingest.store import GPU_SAMPLE_TABLE, IB_TABLE, insert_rows
+    from ingest.store import insert_rows
 
-    rows = {}
-    views = {GPU_SAMPLE_TABLE: "ingest_gpuhot", IB_TABLE: "ingest_ibhot"}
-    for table, view in views.items():
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT {', '.join(table.columns)} FROM {view} ORDER BY ts")
-            rows[table] = cursor.fetchall()
+    rows = hot_rows()
     times: dict[bool, list[float]] = {True: [], False: []}
     for _ in range(runs):
         for encoded in (True, False):

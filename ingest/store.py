@@ -135,13 +135,14 @@ def insert_rows(table: CopyTable, rows: Sequence[Sequence[object]]) -> int:
     with connection.cursor() as wrapper:
         _stage(wrapper.cursor, table)
     copy_rows(table, rows, into=table.stage)
-    late = _late(table, first)  # type: ignore[arg-type]
     history = HISTORY_OF.get(table.name)
     encoded = compaction.ENCODED[history.family] if history else None
+    # rows from ``first`` on may meet compacted history (``ingest.compaction``)
+    late = history is not None and first < compaction.late_threshold()  # type: ignore[operator]
     with connection.cursor() as cursor:
-        if late:  # steps already compacted are not written again
+        if history is not None and late:  # steps already compacted are not written again
             compaction.lock_for_late_rows()
-            cursor.execute(present_in_history_sql(history, table.stage))  # type: ignore[arg-type]
+            cursor.execute(present_in_history_sql(history, table.stage))
         fits = _encoded_fit(encoded)
         if encoded:  # a device's step stored in either table is not written again
             for sql in encoded.stored(table.stage):
@@ -165,11 +166,6 @@ def _encoded_fit(encoded: EncodedHot | None) -> str:
     if encoded is None or not settings.INGEST_ENCODED_HOT_ROWS:
         return "false"
     return encoded.fits(settings.INGEST_STEP_SECONDS)
-
-
-def _late(table: CopyTable, first: datetime) -> bool:
-    """Whether rows from ``first`` on may meet compacted history (``ingest.compaction``)."""
-    return table.name in HISTORY_OF and first < compaction.late_threshold()
 
 
 def upsert_nodes(seen: Mapping[str, tuple[datetime, datetime]]) -> dict[str, int]:

@@ -47,6 +47,7 @@ HEAD_FROM, RESTART, BACK, END = T0 + 300, T0 + 510, T0 + 570, T0 + 660
 DOWN = (T0 + 390, T0 + 480)  # gpu-002's exporters do not answer
 REBOOT = T0 + 395  # gpu-001 restarts (5 s): its counters at T0+420 count from T0+400
 SINCE, UNTIL = T0 + 60, T0 + 630  # ingested steps: T0+90 … T0+630
+FAMILIES = ["gpu", "ib", "kueue", "cluster", "runs", "checkpoints"]
 #: Tables compared beside the time series (their ids are the same: nodes and ports persist).
 TABLES = (*TIMESERIES_TABLES, "ingest_xidevent", "ingest_node", "ingest_ibport")
 Samples = dict[SeriesKey, list[tuple[int, float]]]
@@ -164,15 +165,20 @@ def requests_to(prometheus: PrometheusProcess, handler: str) -> float:
     )
 
 
-def ingested_through(prometheus: PrometheusProcess, path: str) -> dict[str, list[tuple]]:
-    """What one ingest of every family over (SINCE, UNTIL] stores under ``path``."""
+def start_over() -> None:
+    """Nothing ingested yet: no rows, no XID events, no cursors."""
     truncate_timeseries()
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM ingest_xidevent")
     IngestCursor.objects.all().delete()
     ShardCursor.objects.all().delete()
+
+
+def ingested_through(prometheus: PrometheusProcess, path: str) -> dict[str, list[tuple]]:
+    """What one ingest of every family over (SINCE, UNTIL] stores under ``path``."""
+    start_over()
     with override_settings(PROMETHEUS_READ_PATH=path):
-        ingest(prometheus, ["gpu", "ib", "kueue", "cluster", "runs", "checkpoints"], SINCE, UNTIL)
+        ingest(prometheus, FAMILIES, SINCE, UNTIL)
     return stored_rows()
 
 
@@ -232,15 +238,11 @@ def ingested_in_cycles(prometheus: PrometheusProcess, steps: int) -> dict[str, l
     """What ingest stores over (SINCE, UNTIL] in cycles of ``steps`` steps each, as a worker
     whose INGEST_INTERVAL_SECONDS is ``steps`` x INGEST_STEP_SECONDS runs them (the sampling
     context kept from one cycle to the next, as in one worker process)."""
-    truncate_timeseries()
-    with connection.cursor() as cursor:
-        cursor.execute("DELETE FROM ingest_xidevent")
-    IngestCursor.objects.all().delete()
-    ShardCursor.objects.all().delete()
+    start_over()
     base.forget_sampling()
     ends = [*range(int(SINCE) + STEP * steps, int(UNTIL), STEP * steps), UNTIL]
     for since, until in zip([SINCE, *ends], ends, strict=False):
-        ingest(prometheus, ["gpu", "ib", "kueue", "cluster", "runs", "checkpoints"], since, until)
+        ingest(prometheus, FAMILIES, since, until)
     return stored_rows()
 
 
