@@ -21,6 +21,10 @@ ways, each ``--rounds`` times in turn (the median is printed; ``--variants`` pic
 10, 11. line 9 with a cycle every 2 or 4 steps (INGEST_INTERVAL_SECONDS 60 or 120 at a
    30 s INGEST_STEP_SECONDS): one window of 2 or 4 steps, its costs divided by 2 or 4 (per
    step of data, as line 0's): what reading less often saves, at the cost of freshness;
+12. line 9's queries as ``count(<selection>)``: Prometheus finds and reads every series and
+   answers one number per query: what touching the series costs, the floor under any read of
+   them; 13. line 9's queries without their ``max by`` (the bare selection, every label):
+   the least work a read that answers each device's values can ask for;
 1. today's range queries decoded into ``Series`` (``decode``);
 2-4. each metric's raw series via ``read_raw`` over (window start - one step, window end]:
    remote read with XOR chunks, with SAMPLES, range selectors (``metric[60s]``);
@@ -33,8 +37,10 @@ window is not seen, so they are not exact); they show what a cheaper read could 
 Each line: Prometheus CPU seconds (utime + stime from /proc), this process's CPU seconds and
 wall seconds, series and samples returned, each beside line 0 (the reference, same run).
 Then decode-only CPU per sample for the same answers (``--no-decode`` skips it), and which
-read path each backend flavour gets. Writes the ``bench_reads-<nodes>[-head]`` section of
-bench/RESULTS.md.
+read path each backend flavour gets. ``--pprof FILE`` also takes a CPU profile of Prometheus
+(``/debug/pprof/profile``) while line 9 runs for ``--pprof-seconds`` and, where ``go`` is on
+the PATH (Debian ``golang-go``), prints its shares by part (``go tool pprof -top -cum``).
+Writes the ``bench_reads-<nodes>[-head]`` section of bench/RESULTS.md (``--section``: another).
 """
 
 from __future__ import annotations
@@ -197,6 +203,20 @@ def variants(client_for, queries, names, window) -> dict[str, Callable[[], tuple
         PER_STEPS[read] = steps
         return read
 
+    def rewritten(form: Callable[[str], str]) -> Callable[[], tuple[int, int]]:
+        """Line 9's queries (same windows), each ``form(selection)`` instead."""
+
+        def read() -> tuple[int, int]:
+            client = client_for("query_range")
+            return counted(
+                [
+                    client.query_range(form(selection(q)), fetch_start(kind, start, step, True), end, step)
+                    for q, kind in queries
+                ]
+            )  # fmt: skip
+
+        return read
+
     regex = [f'{{__name__=~"{"|".join(group)}"}}' for group in family_names(names)]
     return {
         "0 today as ingest: query_range + fold": ingests("query_range"),
@@ -204,6 +224,8 @@ def variants(client_for, queries, names, window) -> dict[str, Callable[[], tuple
         "9 as 0, sampling context kept (now)": ingests("query_range", kept=True),
         "10 as 9, a 60 s cycle, per 30 s step": ingests("query_range", kept=True, steps=2),
         "11 as 9, a 120 s cycle, per 30 s step": ingests("query_range", kept=True, steps=4),
+        "12 as 9, count(): touching the series": rewritten(lambda q: f"count({q})"),
+        "13 as 9, without max by (every label)": rewritten(lambda q: q),
         "1 today: query_range + orjson": today,
         "2 read_raw remote read, XOR chunks": raw("remote_read", (STREAMED_XOR_CHUNKS,)),
         "3 read_raw remote read, SAMPLES": raw("remote_read", (SAMPLES,)),
@@ -212,6 +234,13 @@ def variants(client_for, queries, names, window) -> dict[str, Callable[[], tuple
         "6 remote read SAMPLES, 1 request": one_request(names),
         "7 remote read SAMPLES, __name__=~": one_request(regex),
     }
+
+
+def selection(query: str) -> str:
+    """The expression a ``max by (…) (EXPR)`` query aggregates (the query itself otherwise)."""
+    if not query.startswith("max by ("):
+        return query
+    return query[query.index(")") + 1 :].strip()
 
 
 def folded(client, queries, path: str, window, kept: bool = False) -> tuple[int, int]:  # noqa: ANN001
@@ -341,6 +370,7 @@ def measure(args: argparse.Namespace, url: str, end: float, prometheus_pid: int)
     until = datetime.fromtimestamp(end - 60, UTC)
     window = (until - timedelta(seconds=STEP), until, float(STEP))
     runs = variants(client_for, queries, names, window)
+    line_9 = runs["9 as 0, sampling context kept (now)"]
     if args.variants:
         wanted = set(args.variants.split(","))
         runs = {name: run for name, run in runs.items() if name.split()[0] in wanted | {"0"}}
@@ -366,7 +396,85 @@ def measure(args: argparse.Namespace, url: str, end: float, prometheus_pid: int)
             f"{wall:6.2f}s {wall / reference[2]:4.2f}x {series:>9,} {samples:>10,}")  # fmt: skip
     if not args.no_decode:
         decode_only(probe, names, window, args.rounds)
+    if args.pprof:
+        profiled(url, line_9, args.pprof, args.pprof_seconds)
     flavours(probe)
+
+
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "mins": 60.0, "hrs": 3600.0}
+
+
+def _seconds(text: str) -> float | None:
+    """Seconds of a pprof duration (``0``, ``150ms``, ``1.5s``, ``2.1mins``); None if not one."""
+    found = re.fullmatch(r"([\d.]+)(ns|us|µs|ms|s|mins|hrs)?", text)
+    if found is None or (found.group(2) is None and float(found.group(1)) != 0):
+        return None
+    return float(found.group(1)) * _UNITS.get(found.group(2) or "s", 1.0)
+
+
+#: Where Prometheus spends a read's CPU, by function in its CPU profile (names of Prometheus
+#: 2.42, Debian's; another version may lack some: printed as not in the profile).
+PARTS = (
+    ("HTTP API: everything a query costs", "net/http.(*conn).serve"),
+    ("  PromQL evaluation", "promql.(*evaluator).Eval"),
+    ("    finding the series (index, postings, labels)", "promql.checkAndExpandSeriesSet"),
+    ("      of which sorting them (head)", "tsdb.(*headIndexReader).SortedPostings"),
+    ("    reading samples from chunks", "tsdb.(*populateWithDelSeriesIterator).Next"),
+    ("    aggregation (max by)", "promql.(*evaluator).aggregation"),
+    ("  encoding the JSON answer", "api/v1.(*API).respond"),
+    ("    of which label sets", "labels.Labels.MarshalJSON"),
+    ("garbage collection (background marking)", "runtime.gcBgMarkWorker"),
+)
+
+
+def profiled(url: str, run: Callable[[], tuple[int, int]], path: Path, seconds: int) -> None:
+    """A CPU profile of Prometheus while ``run`` (line 9) loops; its shares by part (``PARTS``)."""
+    import shutil
+    import subprocess
+    import threading
+    import urllib.request
+
+    cycles, stop = [0], time.monotonic() + seconds + 2
+
+    def loop() -> None:
+        while time.monotonic() < stop:
+            run()
+            cycles[0] += 1
+
+    reader = threading.Thread(target=loop)
+    reader.start()
+    with urllib.request.urlopen(
+        f"{url}/debug/pprof/profile?seconds={seconds}", timeout=seconds + 60
+    ) as answer:
+        path.write_bytes(answer.read())
+    reader.join()
+    say()
+    say(f"Prometheus CPU profile over {seconds} s of line 9 in a loop ({cycles[0]} cycles): {path}")
+    go = shutil.which("go")
+    if not go:
+        say("  (no `go` on the PATH: read it with `go tool pprof -top -cum FILE`)")
+        return
+    top = subprocess.run(
+        [go, "tool", "pprof", "-top", "-cum", "-nodefraction=0", "-nodecount=5000", str(path)],
+        capture_output=True, text=True, check=True, timeout=120,
+    ).stdout  # fmt: skip
+    total = re.search(r"Total samples = (\S+)", top)
+    whole = _seconds(total.group(1)) if total else None
+    if not whole:
+        say("  (the profile has no samples)")
+        return
+    cum = {}
+    for line in top.splitlines():
+        fields = line.split()
+        if len(fields) >= 6 and _seconds(fields[3]) is not None:
+            cum[fields[5]] = _seconds(fields[3])
+    say(f"  {'all of Prometheus (samples in the profile)':<52} {whole:7.2f} s  100 %")
+    for label, function in PARTS:
+        seconds_in = next((v for name, v in cum.items() if name.endswith(function)), None)
+        share = "not in the profile" if seconds_in is None else (
+            f"{seconds_in:7.2f} s {100 * seconds_in / whole:4.0f} %"
+        )  # fmt: skip
+        say(f"  {label:<52} {share}")
 
 
 def main() -> None:
@@ -382,6 +490,8 @@ def main() -> None:
         "--head", action="store_true", help="history by remote write into the head, not blocks"
     )
     parser.add_argument("--section", default="", help="RESULTS.md section (default by nodes)")
+    parser.add_argument("--pprof", type=Path, default=None, help="save a Prometheus CPU profile")
+    parser.add_argument("--pprof-seconds", type=int, default=30)
     args = parser.parse_args()
     total = time.perf_counter()
     with contextlib.ExitStack() as stack:
@@ -404,10 +514,10 @@ def main() -> None:
         measure(args, prometheus.url, end, prometheus.process.pid)
     say(f"bench wall time: {time.perf_counter() - total:.0f} s")
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    head = " --head" if args.head else ""
-    title = f"## bench_reads.py --nodes {args.nodes} --minutes {args.minutes}{head} ({stamp})"
+    head = "-head" if args.head else ""
+    title = f"## bench_reads.py {' '.join(sys.argv[1:])} ({stamp})"
     write_section(
-        args.section or f"bench_reads-{args.nodes}{head.replace(' --', '-')}",
+        args.section or f"bench_reads-{args.nodes}{head}",
         f"{title}\n\n```\n" + "\n".join(LINES) + "\n```",
     )
 
