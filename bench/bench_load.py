@@ -68,8 +68,11 @@ os.environ.update(
     LOG_LEVEL="WARNING",
 )
 LINES: list[str] = []
+#: Values that fit the hot layout (``ingest.gpu_steps``, ``ingest.ib_encoded``): util and
+#: temperature whole numbers, as dcgm-exporter reports them.
 GPU_VALUES = (
-    "50 + 45 * random(), random(), random(), random(), 300 + 400 * random(), 40 + 30 * random(), "
+    "round(50 + 45 * random()), random(), random(), random(), 300 + 400 * random(), "
+    "round(40 + 30 * random()), "
     "1e10 * random(), 0, 0, 0, 0"
 )
 IB_VALUES = (
@@ -91,7 +94,7 @@ def write_data(nodes: int, end: datetime) -> None:
     from ingest import rollups
     from ingest.models import Family, IngestCursor
     from ingest.partitions import ensure_partitions
-    from ingest.store import GPU_TABLE, IB_TABLE
+    from ingest.store import GPU_TABLE, IB_TABLE, insert_staged, open_stage
 
     start = end - timedelta(hours=24)
     recent = end - timedelta(hours=2)
@@ -114,16 +117,18 @@ def write_data(nodes: int, end: datetime) -> None:
             "FROM ingest_node n, generate_series(0, 7) r"
         )
         ensure_partitions(start, end)
-        cursor.execute(
-            f"INSERT INTO ingest_gpusample ({', '.join(GPU_TABLE.columns)}) "
-            f"SELECT t.ts, n.id, g, {GPU_VALUES} FROM {times} t, ingest_node n, generate_series(0, 7) g",
-            params,
-        )
-        cursor.execute(
-            f"INSERT INTO ingest_ibsample ({', '.join(IB_TABLE.columns)}) "
-            f"SELECT t.ts, p.id, p.node_id, {IB_VALUES} FROM {times} t, ingest_ibport p",
-            params,
-        )
+        # Through ingest's own write (insert_staged): the hot layout a running install has.
+        for table, select in (
+            (GPU_TABLE, f"t.ts, n.id, g, {GPU_VALUES} FROM {times} t, ingest_node n, generate_series(0, 7) g"),
+            (IB_TABLE, f"t.ts, p.id, p.node_id, {IB_VALUES} FROM {times} t, ingest_ibport p"),
+        ):  # fmt: skip
+            open_stage(table)
+            cursor.execute(
+                f"INSERT INTO {table.stage} ({', '.join(table.columns)}) SELECT {select}", params
+            )
+            insert_staged(table, start, end)
+            cursor.execute(f"SELECT count(*) FROM {table.name}")
+            say(f"set-up: {table.name}: {cursor.fetchone()[0]:,} rows did not fit the hot layout")
         rollups.refresh("gpu", start, end)
         rollups.refresh("ib", start, end)
         for family in Family.values:

@@ -130,15 +130,25 @@ def insert_rows(table: CopyTable, rows: Sequence[Sequence[object]]) -> int:
         return 0
     first = min(row[0] for row in rows)
     last = max(row[0] for row in rows)
-    ensure_partitions(first, last)  # type: ignore[arg-type]
-    columns = ", ".join(table.columns)
+    open_stage(table)
+    copy_rows(table, rows, into=table.stage)
+    return insert_staged(table, first, last)  # type: ignore[arg-type]
+
+
+def open_stage(table: CopyTable) -> None:
+    """An empty ``table.stage`` (a temp table like ``table``, emptied at commit)."""
     with connection.cursor() as wrapper:
         _stage(wrapper.cursor, table)
-    copy_rows(table, rows, into=table.stage)
+
+
+def insert_staged(table: CopyTable, first: datetime, last: datetime) -> int:
+    """``insert_rows`` from a filled stage whose rows span [first, last]; rows inserted."""
+    ensure_partitions(first, last)
+    columns = ", ".join(table.columns)
     history = HISTORY_OF.get(table.name)
     encoded = compaction.ENCODED[history.family] if history else None
     # rows from ``first`` on may meet compacted history (``ingest.compaction``)
-    late = history is not None and first < compaction.late_threshold()  # type: ignore[operator]
+    late = history is not None and first < compaction.late_threshold()
     with connection.cursor() as cursor:
         if history is not None and late:  # steps already compacted are not written again
             compaction.lock_for_late_rows()
@@ -157,7 +167,7 @@ def insert_rows(table: CopyTable, rows: Sequence[Sequence[object]]) -> int:
             inserted += cursor.fetchone()[0]
             cursor.execute(encoded.insert(table.stage, fits))
     if late and inserted:
-        compaction.rewind(table.name, first, last)  # type: ignore[arg-type]
+        compaction.rewind(table.name, first, last)
     return inserted
 
 
