@@ -97,14 +97,6 @@ def timestamps(seconds: Iterable[float]) -> dict[float, datetime]:
     return {ts: datetime.fromtimestamp(ts, UTC) for ts in set(seconds)}
 
 
-def _stage(cursor, table: CopyTable) -> None:  # noqa: ANN001 - a psycopg cursor
-    cursor.execute(
-        f"CREATE TEMP TABLE IF NOT EXISTS {table.stage} "
-        f"(LIKE {table.name} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
-    )
-    cursor.execute(f"TRUNCATE {table.stage}")
-
-
 def copy_rows(
     table: CopyTable, rows: Sequence[Sequence[object]], *, into: str | None = None
 ) -> None:
@@ -137,8 +129,12 @@ def insert_rows(table: CopyTable, rows: Sequence[Sequence[object]]) -> int:
 
 def open_stage(table: CopyTable) -> None:
     """An empty ``table.stage`` (a temp table like ``table``, emptied at commit)."""
-    with connection.cursor() as wrapper:
-        _stage(wrapper.cursor, table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE TEMP TABLE IF NOT EXISTS {table.stage} "
+            f"(LIKE {table.name} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
+        )
+        cursor.execute(f"TRUNCATE {table.stage}")
 
 
 def insert_staged(table: CopyTable, first: datetime, last: datetime) -> int:
