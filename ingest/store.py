@@ -122,6 +122,7 @@ def insert_rows(table: CopyTable, rows: Sequence[Sequence[object]]) -> int:
         return 0
     first = min(row[0] for row in rows)
     last = max(row[0] for row in rows)
+    ensure_partitions(first, last)  # type: ignore[arg-type]
     open_stage(table)
     copy_rows(table, rows, into=table.stage)
     return insert_staged(table, first, last)  # type: ignore[arg-type]
@@ -138,8 +139,12 @@ def open_stage(table: CopyTable) -> None:
 
 
 def insert_staged(table: CopyTable, first: datetime, last: datetime) -> int:
-    """``insert_rows`` from a filled stage whose rows span [first, last]; rows inserted."""
-    ensure_partitions(first, last)
+    """``insert_rows`` from a filled stage whose rows span [first, last]; rows inserted.
+
+    The partitions for [first, last] must exist before ``open_stage``: the stage's ``LIKE``
+    holds a lock on the parent table until commit, and creating a partition then, while
+    another worker waits for the partition lock with the same lock held, deadlocks.
+    """
     columns = ", ".join(table.columns)
     history = HISTORY_OF.get(table.name)
     encoded = compaction.ENCODED[history.family] if history else None
