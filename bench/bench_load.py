@@ -69,7 +69,7 @@ os.environ.update(
 )
 LINES: list[str] = []
 #: Values that fit the hot layout (``ingest.gpu_steps``, ``ingest.ib_encoded``): util and
-#: temperature whole numbers, as dcgm-exporter reports them.
+#: temperature whole numbers, as DCGM declares them (docs/scaling.md, the precision table).
 GPU_VALUES = (
     "round(50 + 45 * random()), random(), random(), random(), 300 + 400 * random(), "
     "round(40 + 30 * random()), "
